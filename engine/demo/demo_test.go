@@ -542,4 +542,3 @@ func TestBehavior_StringRoundTrips(t *testing.T) {
 	assert.Error(t, err)
 	assert.Equal(t, "behavior(9)", Behavior(9).String())
 }
-
