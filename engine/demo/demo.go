@@ -91,7 +91,9 @@ func ParseBehavior(s string) (Behavior, error) {
 
 // HostSpec describes one demo host. Only Name and Behavior are required;
 // every knob left at zero takes the default given here, and knobs that do
-// not belong to the host's Behavior are ignored.
+// not belong to the host's Behavior are ignored. Behaviors apply to file
+// requests (GET or HEAD of /files/…) only; the index page at / is always
+// served.
 //
 //   - Name identifies the host in Log, Hosts and the content of its files
 //     (two hosts with the same seed and name serve the same bytes). Names must
@@ -446,8 +448,9 @@ func (s *Server) lookup(rawURL string) (*host, int, bool) {
 	return h, i, true
 }
 
-// Log returns a copy of every request received so far, in arrival order of
-// completion. It is empty in Fast mode.
+// Log returns a copy of every request the hosts have answered so far, in the
+// order the answers completed. It is empty in Fast mode. The log is kept in
+// memory for the life of the Server.
 func (s *Server) Log() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -208,6 +208,8 @@ func TestRange_F5_ResumeWithIfRange(t *testing.T) {
 	require.Equal(t, http.StatusOK, full.status)
 	etag := full.header.Get("ETag")
 	lastMod := full.header.Get("Last-Modified")
+	require.Regexp(t, `^"[0-9a-f]+"$`, etag, "If-Range needs a strong ETag")
+	require.NotEmpty(t, lastMod)
 	size := len(full.body)
 
 	cases := []struct {
@@ -354,6 +356,7 @@ func TestDropping_F5_CutBodyResumesByteExact(t *testing.T) {
 	require.Greater(t, len(first.body), 0, "cut mid-way, not before the body")
 	require.Less(t, int64(len(first.body)), size)
 	etag := first.header.Get("ETag")
+	require.Regexp(t, `^"[0-9a-f]+"$`, etag, "resume needs a strong ETag")
 
 	got := first.body
 	for rounds := 0; int64(len(got)) < size; rounds++ {

@@ -43,7 +43,6 @@ func newHost(s *Server, spec HostSpec, index int, ln net.Listener) *host {
 		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          nil,
 	}
 	return h
 }
