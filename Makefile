@@ -1,0 +1,61 @@
+# Heed's build. `make run` opens the window, `make test` runs every test;
+# both first install the Debian packages that cgo, Fyne and go-sqlite3 need.
+
+GO      ?= go
+BIN     ?= heed
+TAGS    ?= migrated_fynedo
+# Fyne prints a locale error on every start under LANG=C.
+export LANG := C.UTF-8
+export CGO_ENABLED := 1
+
+DEB_PKGS := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
+            libxinerama-dev libxi-dev libxxf86vm-dev
+# Only for `make screenshot`: a virtual display and something to capture it.
+SHOT_PKGS := xvfb imagemagick
+
+# Packages that test fast with the race detector (no Fyne, no display).
+RACE_PKGS := ./engine/... ./storage/...
+
+.PHONY: deps build run test bench screenshot package clean
+
+# deps installs the missing Debian packages, and nothing when all are there.
+define apt_install
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed$$' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "installing:$$missing"; \
+	  $$sudo apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(DEB_PKGS))
+
+build: deps
+	$(GO) build -tags $(TAGS) -o $(BIN) .
+
+run: build
+	./$(BIN)
+
+test: deps
+	$(GO) vet -tags $(TAGS) ./...
+	$(GO) test -race $(RACE_PKGS)
+	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage')
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem $(RACE_PKGS) ./ui/...
+
+# screenshot opens the window on a virtual display and saves shots/heed.png.
+screenshot: build
+	$(call apt_install,$(SHOT_PKGS))
+	mkdir -p shots
+	./scripts/screenshot.sh ./$(BIN) shots
+
+package: deps
+	$(GO) run fyne.io/tools/cmd/fyne@v1.7.4 package -os linux -name Heed -icon assets/icon.png -tags $(TAGS)
+
+clean:
+	rm -rf $(BIN) shots dist Heed.tar.xz
