@@ -68,6 +68,10 @@ func BenchmarkServe1KiBParallel(b *testing.B) { benchServe(b, 20000, 1<<10, true
 func BenchmarkServe1MiB(b *testing.B)         { benchServe(b, 16, 1<<20, false) }
 func BenchmarkServe1MiBParallel(b *testing.B) { benchServe(b, 16, 1<<20, true) }
 
+// BenchmarkServe256MiB is the large-file case: B/op shows the server holds
+// no file in memory.
+func BenchmarkServe256MiB(b *testing.B) { benchServe(b, 4, 256<<20, false) }
+
 // BenchmarkContentSHA256 is how fast Expected hashes a file it has not seen
 // (content generation plus SHA-256).
 func BenchmarkContentSHA256(b *testing.B) {
