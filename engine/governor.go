@@ -1,0 +1,330 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Backoff level ceiling (G5): the exponent never goes past 16.
+const MaxLevel = 16
+
+// noTime marks an unset instant (gate, spacing, not-before); never is the
+// heap key of a host that time alone cannot make ready.
+const (
+	noTime int64 = math.MinInt64
+	never  int64 = math.MaxInt64
+)
+
+// tunables is a host's Tunables plus what the hot path derives from them.
+type tunables struct {
+	Tunables
+	throttle throttleSet
+	limit    rate.Limit // tokens per second
+}
+
+func compile(t Tunables) *tunables {
+	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60)}
+}
+
+// host is one host's governor (G1–G11), breaker (B1–B6) and job queue.
+//
+// Instants are int64 nanoseconds on the core's monotonic clock (see
+// Core.mono), so a wall clock stepped while running neither shortens nor
+// stretches a gate (G10); they are turned into wall instants only when
+// exported.
+type host struct {
+	key     string
+	idx     int32 // index in Core.hosts
+	heapIdx int32 // index in Core.heap, -1 when not queued there
+	dueAt   int64 // heap key: earliest instant the host may dispatch
+
+	own *tunables // nil: follows the core's defaults
+	tun *tunables // own or the defaults
+	lim *rate.Limiter
+
+	// Governor.
+	level        int    // backoff level 0…MaxLevel (G5)
+	levelGen     uint32 // bumped at every level increase (G6)
+	streak       int    // non-throttle responses since the last throttle or decay (G7)
+	throttles    int64  // throttle responses seen (R3: shown, not counted as attempts)
+	gate         int64  // earliest next dispatch (G3, G5)
+	lastDispatch int64
+	spaceUntil   int64 // lastDispatch + jitter draw (G4)
+	inflight     int   // G1
+	paused       bool  // G9
+	pauseReason  string
+	lastStatus   int
+
+	br        breaker
+	abandoned []uint64 // Seq of probes declared failed whose in-flight slot was released
+
+	jobs   jobHeap
+	queued int
+
+	dirty bool
+}
+
+// backoffWindow is G5's min(base·2^(level−1), max), without overflow.
+func backoffWindow(base, max time.Duration, level int) time.Duration {
+	if level < 1 {
+		return 0
+	}
+	w := satShift(base, level-1)
+	if w > max {
+		w = max
+	}
+	return w
+}
+
+// retryAfterFloor is G5's floor for a Retry-After of ra: ra plus a small
+// positive jitter of up to min(10 % of ra, 1 s), so that clients told the
+// same instant do not all return at once.
+func (c *Core) retryAfterFloor(ra time.Duration) time.Duration {
+	j := ra / 10
+	if j > time.Second {
+		j = time.Second
+	}
+	if j > 0 {
+		j = time.Duration(c.rng.Int64N(int64(j) + 1))
+	}
+	return satAdd(ra, j)
+}
+
+// drawJitter is G4's spacing draw, uniform in [min, max].
+func (c *Core) drawJitter(t *tunables) time.Duration {
+	lo, hi := t.JitterMin, t.JitterMax
+	if hi <= lo {
+		return lo
+	}
+	return lo + time.Duration(c.rng.Int64N(int64(hi-lo)+1))
+}
+
+// tokenReadyAt is when the host's bucket next holds a whole token,
+// measured on the limiter's own arithmetic (G2). Reading tokens at now
+// rather than reserving ahead means a new rate or burst applies to the
+// very next dispatch, even for jobs already waiting.
+func (h *host) tokenReadyAt(now time.Time, nowM int64) int64 {
+	tok := h.lim.TokensAt(now)
+	if tok >= 1 {
+		return nowM
+	}
+	need := (1 - tok) / float64(h.lim.Limit()) * 1e9
+	if need >= float64(math.MaxInt64/2) {
+		return never
+	}
+	return addMono(nowM, time.Duration(math.Ceil(need))+1) // +1 ns absorbs float rounding
+}
+
+// due is the earliest monotonic instant h may dispatch, ignoring the
+// global limits, and the reason it cannot dispatch before then (the
+// binding constraint). never means only an event (resume, add, a result)
+// can make it ready. It reads but does not change state.
+func (h *host) due(now time.Time, nowM int64, recovery, probeTimeout int64, hop bool) (int64, WaitReason) {
+	if h.paused {
+		return never, WaitPaused
+	}
+	if !hop && h.queued == 0 {
+		return never, WaitEmpty
+	}
+	switch h.br.state {
+	case Open:
+		if at := h.br.halfOpenAt(recovery); at > nowM {
+			return at, WaitBreaker
+		}
+	case HalfOpen:
+		if h.br.probeOut {
+			return h.br.probeDeadline, WaitBreaker
+		}
+	}
+	if h.inflight >= h.tun.MaxInflight {
+		return never, WaitInflightCap
+	}
+	due, why := nowM, WaitReady
+	if h.gate > due {
+		due, why = h.gate, WaitGate
+	}
+	if h.spaceUntil > due {
+		due, why = h.spaceUntil, WaitJitter
+	}
+	if t := h.tokenReadyAt(now, nowM); t > due {
+		due, why = t, WaitToken
+	}
+	if !hop {
+		if nb := h.jobs.min(); nb > due {
+			due, why = nb, WaitRetryDelay
+		}
+	}
+	return due, why
+}
+
+// applyTunables points h at t and retunes its bucket at now, so the next
+// dispatch already uses the new rate and burst (G2). A jitter spacing
+// already drawn is clamped into the new [min, max] range.
+func (h *host) applyTunables(t *tunables, now time.Time) {
+	h.tun = t
+	if h.lim == nil {
+		h.lim = rate.NewLimiter(t.limit, t.Burst)
+		return
+	}
+	if h.lim.Limit() != t.limit {
+		h.lim.SetLimitAt(now, t.limit)
+	}
+	if h.lim.Burst() != t.Burst {
+		h.lim.SetBurstAt(now, t.Burst)
+	}
+	if h.lastDispatch != noTime {
+		if hi := addMono(h.lastDispatch, t.JitterMax); h.spaceUntil > hi {
+			h.spaceUntil = hi
+		}
+		if lo := addMono(h.lastDispatch, t.JitterMin); h.spaceUntil < lo {
+			h.spaceUntil = lo
+		}
+	}
+}
+
+// onThrottle is G5/G6 for a throttle response to d at nowM. It returns the
+// event detail.
+func (c *Core) onThrottle(h *host, d *Dispatch, status int, ra time.Duration, raOK bool, nowM int64) {
+	t := h.tun
+	h.streak = 0
+	h.throttles++
+	var delay time.Duration
+	raised := d.levelGen == h.levelGen // G6: one burst, one level
+	if raised {
+		if h.level < MaxLevel {
+			h.level++
+		}
+		h.levelGen++
+		delay = time.Duration(c.rng.Int64N(int64(backoffWindow(t.BackoffBase, t.BackoffMax, h.level)) + 1))
+	}
+	detail := ""
+	if raOK {
+		if ra > t.MaxRetryAfter {
+			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra, t.MaxRetryAfter), nowM)
+		} else if f := c.retryAfterFloor(ra); f > delay {
+			delay = f
+		}
+		detail = fmt.Sprintf(", Retry-After %v", ra)
+	}
+	if g := addMono(nowM, delay); g > h.gate { // Retry-After is a floor: never shorten a gate
+		h.gate = g
+	}
+	if raised {
+		c.event(h, EventThrottle, nowM, fmt.Sprintf("HTTP %d: level %d, wait %v%s", status, h.level, delay, detail))
+	} else {
+		c.event(h, EventThrottle, nowM, fmt.Sprintf("HTTP %d from before level %d: level kept%s", status, h.level, detail))
+	}
+}
+
+// onResponse is G7 for a non-throttle HTTP response.
+func (c *Core) onResponse(h *host, ra time.Duration, raOK bool, nowM int64) {
+	t := h.tun
+	h.streak++
+	if h.streak >= t.DecayAfter {
+		h.streak = 0
+		if h.level > 0 {
+			h.level--
+			c.event(h, EventDecay, nowM, fmt.Sprintf("%d successes: level %d", t.DecayAfter, h.level))
+		}
+	}
+	if raOK {
+		if ra > t.MaxRetryAfter {
+			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra, t.MaxRetryAfter), nowM)
+		} else if g := addMono(nowM, ra); g > h.gate {
+			h.gate = g
+		}
+	}
+}
+
+// addMono returns m+d saturating at never; noTime stays noTime.
+func addMono(m int64, d time.Duration) int64 {
+	if m == noTime {
+		return noTime
+	}
+	if d > 0 && m > math.MaxInt64-int64(d) {
+		return never
+	}
+	return m + int64(d)
+}
+
+// jobEntry is one queued job: 24 bytes, so a million fit in ~24 MB.
+type jobEntry struct {
+	notBefore int64
+	id        int64
+	seq       uint32
+}
+
+// jobHeap is a host's queued jobs, a min-heap on (notBefore, seq): due
+// jobs leave in the order they were added. Removed jobs are dropped lazily
+// (Core.jobs is the truth).
+type jobHeap []jobEntry
+
+func (q jobHeap) less(i, j int) bool {
+	if q[i].notBefore != q[j].notBefore {
+		return q[i].notBefore < q[j].notBefore
+	}
+	return q[i].seq < q[j].seq
+}
+
+func (q jobHeap) min() int64 {
+	if len(q) == 0 {
+		return never
+	}
+	return q[0].notBefore
+}
+
+func (q *jobHeap) push(e jobEntry) {
+	*q = append(*q, e)
+	q.up(len(*q) - 1)
+}
+
+func (q *jobHeap) pop() jobEntry {
+	old := *q
+	n := len(old) - 1
+	e := old[0]
+	old[0] = old[n]
+	*q = old[:n]
+	if n > 0 {
+		q.down(0)
+	}
+	return e
+}
+
+func (q jobHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
+	}
+}
+
+func (q jobHeap) down(i int) {
+	n := len(q)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && q.less(r, l) {
+			m = r
+		}
+		if !q.less(m, i) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+}
+
+func (q jobHeap) heapify() {
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		q.down(i)
+	}
+}

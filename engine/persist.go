@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"slices"
+	"time"
+)
+
+// HostState is what the storage layer persists for a host (G10, B6, S4).
+// Instants are wall-clock (no monotonic reading); zero means unset.
+type HostState struct {
+	Host        string
+	Tunables    *Tunables // nil: follows the defaults
+	Paused      bool
+	PauseReason string
+	Level       int
+	Streak      int
+	Gate        time.Time
+	Breaker     BreakerState
+	Failures    int
+	OpenedAt    time.Time
+	LastStatus  int
+	Throttles   int64
+}
+
+// ExportHost returns host's persistent state with its gate and breaker
+// instants as wall-clock times measured at the core clock's now: the
+// remaining wait is carried over exactly, whatever the wall clock did
+// while running (G10). A half-open breaker is exported as half-open.
+func (c *Core) ExportHost(host string) (HostState, bool) {
+	c.mu.Lock()
+	defer c.unlock()
+	h := c.lookup(host)
+	if h == nil {
+		return HostState{}, false
+	}
+	now := c.clock()
+	nowM := c.mono(now)
+	wall := now.Round(0)
+	toWall := func(m int64) time.Time {
+		if m == noTime || m == never {
+			return time.Time{}
+		}
+		return wall.Add(time.Duration(m - nowM))
+	}
+	s := HostState{
+		Host: h.key, Paused: h.paused, PauseReason: h.pauseReason,
+		Level: h.level, Streak: h.streak, Breaker: h.br.state, Failures: h.br.failures,
+		LastStatus: h.lastStatus, Throttles: h.throttles,
+	}
+	if h.gate > nowM {
+		s.Gate = toWall(h.gate)
+	}
+	if h.br.state != Closed || h.br.failures > 0 {
+		s.OpenedAt = toWall(h.br.openedAt)
+	}
+	if h.own != nil {
+		t := h.own.Tunables
+		t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
+		s.Tunables = &t
+	}
+	return s, true
+}
+
+// RestoreHost loads a persisted host at start-up, at now (a time.Now
+// reading). Gates are re-anchored on the monotonic clock as
+// now + (s.Gate − wall now), so a restart keeps a host's backoff and
+// Retry-After (G10); the breaker keeps its state, failures and opened-at
+// (B6), and a half-open breaker allows one fresh probe. Invalid tunables
+// are dropped (the host follows the defaults) rather than refused.
+func (c *Core) RestoreHost(s HostState, now time.Time) {
+	c.mu.Lock()
+	nowM := c.mono(now)
+	wall := now.Round(0)
+	fromWall := func(t time.Time) int64 {
+		if t.IsZero() {
+			return noTime
+		}
+		return addMono(nowM, t.Sub(wall))
+	}
+	h := c.getHost(s.Host, now)
+	if s.Tunables != nil {
+		if t := s.Tunables.Normalize(); t.Validate() == nil {
+			h.own = compile(t)
+			h.applyTunables(h.own, now)
+		}
+	}
+	h.paused, h.pauseReason = s.Paused, s.PauseReason
+	h.level = min(max(s.Level, 0), MaxLevel)
+	h.streak = max(s.Streak, 0)
+	h.gate = fromWall(s.Gate)
+	h.lastStatus = s.LastStatus
+	h.throttles = s.Throttles
+	h.levelGen++
+	h.br = breaker{state: s.Breaker, failures: max(s.Failures, 0), openedAt: fromWall(s.OpenedAt), gen: h.br.gen + 1}
+	if h.br.state > HalfOpen {
+		h.br.state = Closed
+	}
+	if h.br.openedAt == noTime {
+		h.br.openedAt = nowM
+	}
+	c.place(h, now, nowM)
+	c.unlock()
+	c.signal()
+}
+
+// DirtyHosts returns the hosts whose persistent state changed since the
+// last call (in first-change order) and forgets them: the storage layer
+// exports and saves exactly these.
+func (c *Core) DirtyHosts() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.dirty))
+	for i, h := range c.dirty {
+		out[i] = h.key
+		h.dirty = false
+	}
+	clear(c.dirty)
+	c.dirty = c.dirty[:0]
+	return out
+}
