@@ -1,0 +1,574 @@
+package fetch
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errIdle is the cancellation cause when no body byte arrived within the
+// idle timeout (N1).
+var errIdle = errors.New("no data received within the idle timeout")
+
+// drainLimit is how much of a discarded body (redirect, error page) is read
+// so the connection can be reused.
+const drainLimit = 64 << 10
+
+// Do performs one HTTP exchange for req and reports it. It never panics on
+// hostile input and never returns without filling Result.Class.
+//
+// progress, if not nil, is called from Do's goroutine after every write with
+// the number of bytes now in the part file (resumed bytes included). It must
+// be quick; throttle UI updates on the receiving side.
+func (f *Fetcher) Do(ctx context.Context, req Request, progress func(bytesSoFar int64)) Result {
+	a := &attempt{
+		f:        f,
+		req:      req,
+		progress: progress,
+		res: Result{
+			Part:         req.Part,
+			Size:         req.Size,
+			ETag:         req.ETag,
+			LastModified: req.LastModified,
+		},
+	}
+	if a.progress == nil {
+		a.progress = func(int64) {}
+	}
+	a.run(ctx)
+	if a.file != nil {
+		a.file.Close()
+	}
+	return a.res
+}
+
+// attempt is the state of one Do call.
+type attempt struct {
+	f        *Fetcher
+	req      Request
+	res      Result
+	progress func(int64)
+
+	file *os.File  // open part file, nil until there is one
+	have int64     // bytes in the part file
+	sum  hash.Hash // SHA-256 of the bytes in the part file, once streaming
+
+	parent context.Context
+	ctx    context.Context // the request's context
+	cancel context.CancelCauseFunc
+}
+
+func (a *attempt) fail(c Class, retryable bool, err error) {
+	a.res.Class, a.res.Retryable, a.res.Err = c, retryable, err
+}
+
+func (a *attempt) run(parent context.Context) {
+	req := a.req
+	if req.URL == nil || !httpScheme(req.URL) {
+		a.fail(Refused, false, fmt.Errorf("only http and https URLs are fetched, not %q", schemeOf(req.URL)))
+		return
+	}
+	if req.Hop > MaxHops {
+		a.fail(Redirects, false, fmt.Errorf("more than %d redirects", MaxHops))
+		return
+	}
+	if req.Part != "" {
+		file, size, err := a.f.openPart(req.Part)
+		switch {
+		case err == nil:
+			a.file, a.have = file, size
+		case errors.Is(err, fs.ErrNotExist):
+			a.res.Part = "" // lost; start afresh under a new part name
+		case errors.Is(err, errConfined):
+			a.fail(Confinement, false, err)
+			return
+		default:
+			a.fail(Disk, false, fmt.Errorf("open part: %w", err))
+			return
+		}
+	}
+	a.res.Bytes = a.have
+
+	a.parent = parent
+	a.ctx, a.cancel = context.WithCancelCause(parent)
+	defer a.cancel(nil)
+
+	hreq, err := http.NewRequestWithContext(a.ctx, http.MethodGet, req.URL.String(), nil)
+	if err != nil {
+		a.fail(Refused, false, err)
+		return
+	}
+	hreq.Header.Set("User-Agent", a.f.ua)
+	// An explicit Accept-Encoding also stops any transport from decompressing
+	// transparently (F6).
+	hreq.Header.Set("Accept-Encoding", "identity")
+	resuming := false
+	if a.have > 0 {
+		// Without a validator a changed file could be spliced: restart
+		// instead (C21).
+		if v := ifRange(req.ETag, req.LastModified); v != "" {
+			resuming = true
+			hreq.Header.Set("Range", "bytes="+strconv.FormatInt(a.have, 10)+"-")
+			hreq.Header.Set("If-Range", v)
+		}
+	}
+
+	resp, err := a.f.client.Do(hreq)
+	if err != nil {
+		a.failErr(err, false)
+		return
+	}
+	defer resp.Body.Close()
+	a.res.Status = resp.StatusCode
+	a.res.Header = resp.Header
+	a.res.RetryAfter = resp.Header.Get("Retry-After")
+
+	switch code := resp.StatusCode; {
+	case isRedirect(code):
+		a.redirect(resp)
+	case code == http.StatusRequestedRangeNotSatisfiable && resuming:
+		a.rangeNotSatisfiable(resp)
+	case code == http.StatusPartialContent && resuming:
+		a.partial(resp)
+	case code >= 200 && code < 300 && code != http.StatusPartialContent:
+		a.full(resp)
+	default:
+		io.CopyN(io.Discard, resp.Body, drainLimit)
+		a.fail(HTTPStatus, retryableStatus(code), fmt.Errorf("server answered %q", resp.Status))
+	}
+}
+
+// ifRange picks the If-Range validator: a strong ETag, else a valid
+// Last-Modified date, else "" (F5, C21).
+func ifRange(etag, lastModified string) string {
+	if isStrongETag(etag) {
+		return etag
+	}
+	if _, err := http.ParseTime(lastModified); err == nil {
+		return lastModified
+	}
+	return ""
+}
+
+// isStrongETag reports a quoted entity tag without the W/ weakness prefix.
+func isStrongETag(e string) bool {
+	return len(e) >= 2 && e[0] == '"' && e[len(e)-1] == '"' && !strings.ContainsAny(e[1:len(e)-1], "\"\r\n")
+}
+
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
+// retryableStatus applies R2 to a status: 408 and 5xx are retried; 429 is a
+// throttle response (R3) and is retried too, paced by the governor.
+func retryableStatus(code int) bool {
+	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500 && code <= 599
+}
+
+func schemeOf(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return u.Scheme
+}
+
+// redirect validates the Location of a 3xx (N2, A8) and discards the body.
+func (a *attempt) redirect(resp *http.Response) {
+	io.CopyN(io.Discard, resp.Body, drainLimit)
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		a.fail(HTTPStatus, false, fmt.Errorf("server answered %q without a Location", resp.Status))
+		return
+	}
+	target, err := a.req.URL.Parse(loc)
+	if err != nil {
+		a.fail(Refused, false, fmt.Errorf("redirect to an unparsable Location: %w", err))
+		return
+	}
+	if !httpScheme(target) {
+		a.fail(Refused, false, fmt.Errorf("redirect to %q refused: only http and https are followed", target.Scheme+":"))
+		return
+	}
+	if strings.EqualFold(a.req.URL.Scheme, "https") && target.Scheme == "http" && !a.f.downgrade {
+		a.fail(Refused, false, fmt.Errorf("redirect from https to http refused (downgrade not allowed)"))
+		return
+	}
+	if a.req.Hop >= MaxHops {
+		a.fail(Redirects, false, fmt.Errorf("stopped after %d redirects", MaxHops))
+		return
+	}
+	target.Fragment, target.RawFragment = "", ""
+	a.res.Redirect = target
+}
+
+// full handles a 2xx other than 206: the body is the whole file, so any part
+// restarts from zero (C17, C19).
+func (a *attempt) full(resp *http.Response) {
+	total := resp.ContentLength
+	if !a.preflight(total, a.have) {
+		return
+	}
+	a.res.ETag = resp.Header.Get("ETag")
+	a.res.LastModified = resp.Header.Get("Last-Modified")
+	if a.file != nil {
+		if !a.truncate() {
+			return
+		}
+	} else {
+		user := a.req.UserURL
+		if user == nil && a.req.Hop == 0 {
+			user = a.req.URL
+		}
+		file, part, err := a.f.createPart(responseName(resp.Header, user))
+		if err != nil {
+			a.fail(Disk, false, fmt.Errorf("create part file: %w", err))
+			return
+		}
+		a.file, a.res.Part = file, part
+	}
+	a.res.Size = total
+	a.sum = sha256.New()
+	a.stream(resp.Body, total)
+}
+
+// partial handles a 206 to our Range request. It is accepted only when it
+// continues exactly where the part ends and describes the same file (C18).
+func (a *attempt) partial(resp *http.Response) {
+	start, end, total, ok := parseContentRange(resp.Header.Get("Content-Range"))
+	var why string
+	switch {
+	case !ok || total < 0 || end < start:
+		why = fmt.Sprintf("unusable Content-Range %q", resp.Header.Get("Content-Range"))
+	case start != a.have:
+		why = fmt.Sprintf("range starts at %d, part has %d bytes", start, a.have)
+	case a.req.Size >= 0 && total != a.req.Size:
+		why = fmt.Sprintf("total changed from %d to %d", a.req.Size, total)
+	case end >= total:
+		why = fmt.Sprintf("range end %d beyond total %d", end, total)
+	case resp.ContentLength >= 0 && resp.ContentLength != end-start+1:
+		why = fmt.Sprintf("Content-Length %d disagrees with Content-Range %d-%d", resp.ContentLength, start, end)
+	case isStrongETag(a.req.ETag) && resp.Header.Get("ETag") != "" && resp.Header.Get("ETag") != a.req.ETag:
+		why = "ETag changed"
+	}
+	if why != "" {
+		a.restart("resume rejected: " + why)
+		return
+	}
+	if !a.preflight(total, 0) {
+		return
+	}
+	if e := resp.Header.Get("ETag"); e != "" {
+		a.res.ETag = e
+	}
+	if lm := resp.Header.Get("Last-Modified"); lm != "" {
+		a.res.LastModified = lm
+	}
+	a.res.Size = total
+	if !a.hashPart() {
+		return
+	}
+	a.stream(io.LimitReader(resp.Body, end-start+1), total)
+}
+
+// rangeNotSatisfiable handles a 416 to our Range request: "bytes */N" with N
+// equal to the part's size means the part is already the whole file (C20).
+// The body (an error page) is never written.
+func (a *attempt) rangeNotSatisfiable(resp *http.Response) {
+	n, ok := parseUnsatisfiedRange(resp.Header.Get("Content-Range"))
+	if !ok || n != a.have || a.req.Size >= 0 && n != a.req.Size {
+		a.restart(fmt.Sprintf("resume rejected: 416 with Content-Range %q, part has %d bytes",
+			resp.Header.Get("Content-Range"), a.have))
+		return
+	}
+	a.res.Size = n
+	if !a.hashPart() {
+		return
+	}
+	a.complete()
+}
+
+// restart empties the part so the next attempt starts from zero, and reports
+// ResumeRejected (retryable at once).
+func (a *attempt) restart(why string) {
+	if !a.truncate() {
+		return
+	}
+	a.res.Size, a.res.ETag, a.res.LastModified = -1, "", ""
+	a.fail(ResumeRejected, true, errors.New(why))
+}
+
+// truncate empties the open part file.
+func (a *attempt) truncate() bool {
+	if err := a.file.Truncate(0); err != nil {
+		a.fail(Disk, false, fmt.Errorf("truncate part: %w", err))
+		return false
+	}
+	if _, err := a.file.Seek(0, io.SeekStart); err != nil {
+		a.fail(Disk, false, fmt.Errorf("truncate part: %w", err))
+		return false
+	}
+	a.have, a.res.Bytes = 0, 0
+	return true
+}
+
+// hashPart feeds the bytes already in the part to the hash and leaves the
+// file offset at its end, so the digest covers the whole file (F7).
+func (a *attempt) hashPart() bool {
+	a.sum = sha256.New()
+	if _, err := a.file.Seek(0, io.SeekStart); err != nil {
+		a.fail(Disk, false, fmt.Errorf("read part: %w", err))
+		return false
+	}
+	n, err := io.Copy(a.sum, io.LimitReader(a.file, a.have))
+	if err == nil && n != a.have {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		a.fail(Disk, false, fmt.Errorf("read part: %w", err))
+		return false
+	}
+	return true
+}
+
+// preflight refuses a download whose announced size exceeds the cap or the
+// free space before a byte is written (F8, B11). discard is the number of
+// bytes that will be freed by truncating the part first.
+func (a *attempt) preflight(total, discard int64) bool {
+	if total < 0 {
+		return true
+	}
+	if a.f.maxSize > 0 && total > a.f.maxSize {
+		a.fail(SizeLimit, false, fmt.Errorf("file is %d bytes, over the %d-byte size cap", total, a.f.maxSize))
+		return false
+	}
+	need := total - a.have
+	if free, ok := a.free(); ok && need > free+discard {
+		a.fail(Disk, false, fmt.Errorf("file needs %d more bytes, only %d free", need, free+discard))
+		return false
+	}
+	return true
+}
+
+func (a *attempt) free() (int64, bool) {
+	free, err := a.f.freeSpace()
+	if err != nil || free < 0 {
+		return 0, false
+	}
+	return free, true
+}
+
+// stream copies body to the part file. total is the expected final size
+// (-1 when unknown). The idle timer runs only while Read is blocked, so time
+// spent waiting for the bandwidth limiter never counts as idle (N1, L2).
+func (a *attempt) stream(body io.Reader, total int64) {
+	budget := int64(-1)
+	if total < 0 {
+		if free, ok := a.free(); ok {
+			budget = a.have + free // stop before the disk is full (B12)
+		}
+	}
+	var idle *time.Timer
+	if a.f.idle > 0 {
+		idle = time.AfterFunc(time.Hour, func() { a.cancel(errIdle) })
+		idle.Stop()
+		defer idle.Stop()
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n := len(buf)
+		if a.f.bw != nil {
+			if b := a.f.bw.Burst(); b > 0 && b < n {
+				n = b
+			}
+		}
+		if idle != nil {
+			idle.Reset(a.f.idle)
+		}
+		m, rerr := body.Read(buf[:n])
+		if idle != nil {
+			idle.Stop()
+		}
+		if m > 0 {
+			if !a.write(buf[:m], budget) {
+				return
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			a.failErr(rerr, true)
+			return
+		}
+	}
+	if total >= 0 && a.have != total {
+		a.fail(Truncated, true, fmt.Errorf("body ended at %d of %d bytes", a.have, total))
+		return
+	}
+	a.complete()
+}
+
+// write appends p to the part, enforcing the size cap, the free-space budget
+// and the bandwidth limit.
+func (a *attempt) write(p []byte, budget int64) bool {
+	m := int64(len(p))
+	if a.f.maxSize > 0 && a.have+m > a.f.maxSize {
+		// The file can never fit: drop the part rather than keep a useless
+		// prefix (B12). No final file is made.
+		a.file.Close()
+		a.file = nil
+		a.f.root.Remove(a.res.Part)
+		a.res.Part, a.res.Bytes, a.have = "", 0, 0
+		a.fail(SizeLimit, false, fmt.Errorf("body exceeds the %d-byte size cap", a.f.maxSize))
+		return false
+	}
+	if budget >= 0 && a.have+m > budget {
+		a.fail(Disk, false, fmt.Errorf("not enough free space: stopped at %d bytes", a.have))
+		return false
+	}
+	if a.f.bw != nil {
+		for rest := len(p); rest > 0; {
+			k := min(rest, max(a.f.bw.Burst(), 1))
+			if err := a.f.bw.WaitN(a.ctx, k); err != nil {
+				a.failErr(err, true)
+				return false
+			}
+			rest -= k
+		}
+	}
+	if _, err := a.file.Write(p); err != nil {
+		a.fail(Disk, false, fmt.Errorf("write part: %w", err))
+		return false
+	}
+	a.sum.Write(p)
+	a.have += m
+	a.res.Bytes = a.have
+	a.progress(a.have)
+	return true
+}
+
+// complete syncs the part and gives it its final name (F3, F4, F7).
+func (a *attempt) complete() {
+	part := a.res.Part
+	file := a.file
+	a.file = nil
+	final, err := a.f.finish(file, part)
+	if final == "" {
+		a.fail(Disk, false, fmt.Errorf("finish download: %w", err))
+		return
+	}
+	a.res.Done, a.res.File, a.res.Part = true, final, ""
+	a.res.SHA256 = hex.EncodeToString(a.sum.Sum(nil))
+	a.res.Bytes = a.have
+	a.res.Class, a.res.Retryable, a.res.Err = OK, false, nil
+}
+
+// failErr classifies a transport error. inBody tells whether the response
+// headers had already arrived.
+func (a *attempt) failErr(err error, inBody bool) {
+	c, retry := classify(a.parent, a.ctx, err, inBody)
+	if c == Timeout && errors.Is(context.Cause(a.ctx), errIdle) {
+		err = fmt.Errorf("%w (%s)", errIdle, a.f.idle)
+	}
+	a.fail(c, retry, err)
+}
+
+// classify maps an error from the transport or the body to a Class and its
+// R2 retryability.
+func classify(parent, reqCtx context.Context, err error, inBody bool) (Class, bool) {
+	if errors.Is(context.Cause(reqCtx), errIdle) {
+		return Timeout, true
+	}
+	if parent.Err() != nil {
+		if errors.Is(context.Cause(parent), context.DeadlineExceeded) {
+			return Timeout, true
+		}
+		return Canceled, false
+	}
+	var (
+		verr  *tls.CertificateVerificationError
+		uaerr x509.UnknownAuthorityError
+		herr  x509.HostnameError
+		cierr x509.CertificateInvalidError
+	)
+	if errors.As(err, &verr) || errors.As(err, &uaerr) || errors.As(err, &herr) || errors.As(err, &cierr) {
+		return TLS, false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Timeout, true
+	}
+	if inBody && errors.Is(err, io.ErrUnexpectedEOF) {
+		return Truncated, true
+	}
+	return Transport, true
+}
+
+// parseContentRange parses "bytes first-last/total" (total may be "*",
+// reported as -1).
+func parseContentRange(v string) (first, last, total int64, ok bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(v), "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	first, err1 := parseNonNeg(a)
+	last, err2 := parseNonNeg(b)
+	if err1 != nil || err2 != nil {
+		return 0, 0, 0, false
+	}
+	total = -1
+	if tot != "*" {
+		t, err := parseNonNeg(tot)
+		if err != nil {
+			return 0, 0, 0, false
+		}
+		total = t
+	}
+	return first, last, total, true
+}
+
+// parseUnsatisfiedRange parses the "bytes */N" of a 416.
+func parseUnsatisfiedRange(v string) (int64, bool) {
+	rest, found := strings.CutPrefix(strings.TrimSpace(v), "bytes */")
+	if !found {
+		return 0, false
+	}
+	n, err := parseNonNeg(rest)
+	return n, err == nil
+}
+
+// parseNonNeg accepts only plain decimal digits (no sign, no spaces) that
+// fit an int64.
+func parseNonNeg(s string) (int64, error) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, fmt.Errorf("not a byte count: %q", s)
+	}
+	return strconv.ParseInt(s, 10, 64)
+}

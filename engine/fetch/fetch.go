@@ -1,0 +1,293 @@
+// Package fetch performs one HTTP exchange for one Heed job and writes the
+// response body into the download folder, safely.
+//
+// A Fetcher is the only code in Heed that touches downloaded bytes. Each call
+// to [Fetcher.Do] sends exactly one request (one redirect hop) and returns a
+// [Result] that says what happened and what to persist so that the next
+// attempt can resume. The fetcher never follows redirects itself: it
+// validates the Location and hands it back in Result.Redirect, so the engine
+// can route the next hop through the target host's governor and breaker
+// (SPEC N2).
+//
+// The download folder is a jail (SPEC F1–F4). Every file operation goes
+// through an [os.Root] opened on Config.Dir, names are reduced to one safe
+// component by [SafeName], data is written to "name.part" created with
+// O_EXCL, and only a complete, fsynced part is hard-linked to its final name,
+// which is itself taken exclusively: an existing file is never overwritten,
+// and no final file is ever partial.
+//
+// A typical loop, run by the engine, looks like:
+//
+//	req := fetch.Request{URL: u, UserURL: u, Size: -1}
+//	for {
+//		res := f.Do(ctx, req, onProgress)
+//		persist(res) // Part, Bytes, Size, ETag, LastModified
+//		if res.Redirect != nil {
+//			req.URL, req.Hop = res.Redirect, req.Hop+1
+//			continue // after the target host's governor says go
+//		}
+//		if res.Done || !res.Retryable {
+//			break
+//		}
+//		req.Part, req.ETag, req.LastModified, req.Size = res.Part, res.ETag, res.LastModified, res.Size
+//		// wait for the retry delay, then loop
+//	}
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// MaxHops is the number of redirects a job may follow (SPEC N2). A redirect
+// response received when Request.Hop is already MaxHops fails with class
+// Redirects.
+const MaxHops = 10
+
+// Config configures a Fetcher. The zero value of every field but Dir is
+// usable:
+//
+//   - Dir is the download folder; it must exist. All writes go through an
+//     os.Root opened on it (F1).
+//   - Version is Heed's version, used in the default User-Agent
+//     "Heed/<Version>" ("dev" when empty). UserAgent, when set, replaces that
+//     header entirely (N3).
+//   - MaxSize caps the size of one file in bytes; 0 means no cap (F8).
+//   - AllowDowngrade permits a redirect from https to http (N2).
+//   - ConnectTimeout (default 30 s), TLSHandshakeTimeout (10 s),
+//     ResponseHeaderTimeout (30 s) and IdleTimeout (60 s without a body byte)
+//     are the N1 timeouts; a negative value disables one. There is
+//     deliberately no total timeout. The first three only shape the default
+//     transport; IdleTimeout applies to any transport.
+//   - Transport carries the requests; nil means a tuned *http.Transport with
+//     the timeouts above, compression disabled (F6), proxies from the
+//     environment and enough idle connections per host for Heed's concurrency.
+//   - FreeSpace reports the bytes available in Dir; nil means statfs on Dir
+//     (where the platform supports it). A FreeSpace error disables the check.
+//   - Bandwidth, when not nil, is a shared limiter in bytes per second (L2).
+//     Its owner may change its limit and burst at any time; the burst must
+//     stay ≥ 1 while the limit is finite. Time spent waiting for it does not
+//     count towards the idle timeout.
+type Config struct {
+	Dir            string
+	Version        string
+	UserAgent      string
+	MaxSize        int64
+	AllowDowngrade bool
+
+	ConnectTimeout        time.Duration
+	TLSHandshakeTimeout   time.Duration
+	ResponseHeaderTimeout time.Duration
+	IdleTimeout           time.Duration
+
+	Transport http.RoundTripper
+	FreeSpace func() (int64, error)
+	Bandwidth *rate.Limiter
+}
+
+// Default N1 timeouts.
+const (
+	DefaultConnectTimeout        = 30 * time.Second
+	DefaultTLSHandshakeTimeout   = 10 * time.Second
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout           = 60 * time.Second
+)
+
+// Request describes one attempt (one hop) of a job.
+//
+// URL is the address to request now; UserURL is the address the person gave,
+// the only source of the fallback file name (F2, RELIABILITY A7). When
+// UserURL is nil and Hop is 0, URL is taken as the user's URL.
+//
+// Part, ETag, LastModified and Size are the resume state a previous attempt
+// returned in its Result (Part "" and Size -1 when there is none). Hop counts
+// the redirects followed so far.
+type Request struct {
+	URL          *url.URL
+	UserURL      *url.URL
+	Part         string
+	ETag         string
+	LastModified string
+	Size         int64
+	Hop          int
+}
+
+// Result reports one attempt. Every field is meaningful whatever the outcome:
+//
+//   - Status, Header and RetryAfter come from the response (zero when none
+//     arrived). RetryAfter is the raw header; parsing it is the governor's job.
+//   - Redirect is the validated, absolute target of a 301/302/303/307/308;
+//     the caller makes the next hop with it (Class is OK).
+//   - Done is true when File (a name relative to Dir) holds the complete
+//     download; SHA256 is then its hex digest (F7).
+//   - Part, Bytes, Size, ETag and LastModified are the resume state to
+//     persist after any attempt: the part file name ("" when none is kept),
+//     the bytes in it (or in File when Done), the expected total (-1 unknown)
+//     and the validators saved with the part (F5).
+//   - Class says why the attempt did not complete; Err carries the reason
+//     in words. Retryable applies SPEC R2.
+type Result struct {
+	Status     int
+	Header     http.Header
+	RetryAfter string
+	Redirect   *url.URL
+
+	Done   bool
+	File   string
+	SHA256 string
+
+	Part         string
+	Bytes        int64
+	Size         int64
+	ETag         string
+	LastModified string
+
+	Class     Class
+	Err       error
+	Retryable bool
+}
+
+// Class classifies the outcome of an attempt.
+type Class int
+
+// Outcome classes. Retryability follows SPEC R2 and is reported in
+// Result.Retryable; it is noted here for reference.
+const (
+	OK             Class = iota // complete, or a valid redirect
+	HTTPStatus                  // a non-2xx status; retryable for 408, 429 and 5xx
+	Transport                   // connection or protocol error (malformed framing, reset); retryable
+	Timeout                     // connect, TLS handshake, response header or idle timeout; retryable
+	TLS                         // certificate not trusted, expired or for another host; not retryable
+	Refused                     // a scheme other than http/https, or an https→http downgrade; not retryable
+	Confinement                 // a write would leave or be redirected out of the folder; not retryable
+	SizeLimit                   // larger than Config.MaxSize; not retryable
+	Truncated                   // body ended before its announced length; retryable, part kept
+	Redirects                   // more than MaxHops redirects; not retryable
+	Canceled                    // the caller's context ended; not retryable
+	Disk                        // not enough free space, or a file system error; not retryable
+	ResumeRejected              // the server's range did not fit the part; part emptied, retry at once
+)
+
+var classNames = [...]string{
+	OK: "ok", HTTPStatus: "http-status", Transport: "transport", Timeout: "timeout", TLS: "tls",
+	Refused: "refused", Confinement: "confinement", SizeLimit: "size-limit", Truncated: "truncated",
+	Redirects: "redirects", Canceled: "canceled", Disk: "disk", ResumeRejected: "resume-rejected",
+}
+
+// String returns a short lower-case name for the class, suitable for history.
+func (c Class) String() string {
+	if c >= 0 && int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Fetcher performs downloads into one folder. It is safe for concurrent use
+// by many goroutines; create one per download folder and Close it when done.
+type Fetcher struct {
+	root      *os.Root
+	client    *http.Client
+	ownedTr   *http.Transport
+	ua        string
+	maxSize   int64
+	downgrade bool
+	idle      time.Duration
+	freeSpace func() (int64, error)
+	bw        *rate.Limiter
+}
+
+// New opens Config.Dir and builds a Fetcher.
+func New(cfg Config) (*Fetcher, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("fetch: no download folder")
+	}
+	root, err := os.OpenRoot(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: open download folder: %w", err)
+	}
+	f := &Fetcher{
+		root:      root,
+		ua:        cfg.UserAgent,
+		maxSize:   cfg.MaxSize,
+		downgrade: cfg.AllowDowngrade,
+		idle:      orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
+		freeSpace: cfg.FreeSpace,
+		bw:        cfg.Bandwidth,
+	}
+	if f.ua == "" {
+		v := cfg.Version
+		if v == "" {
+			v = "dev"
+		}
+		f.ua = "Heed/" + v
+	}
+	if f.freeSpace == nil {
+		dir := cfg.Dir
+		f.freeSpace = func() (int64, error) { return freeSpace(dir) }
+	}
+	tr := cfg.Transport
+	if tr == nil {
+		f.ownedTr = newTransport(cfg)
+		tr = f.ownedTr
+	}
+	f.client = &http.Client{
+		Transport: tr,
+		// One hop per Do: the engine routes each hop through its host's governor.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return f, nil
+}
+
+// orDefault maps 0 to def and negative durations to 0 (disabled).
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
+// newTransport builds the default transport (N1, F6).
+func newTransport(cfg Config) *http.Transport {
+	dialer := &net.Dialer{
+		Timeout:   orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
+		KeepAlive: 30 * time.Second,
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSHandshakeTimeout:   orDefault(cfg.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout),
+		ResponseHeaderTimeout: orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+		DisableCompression:    true,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          128,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Close releases the download folder and idle connections. Do must not be
+// called after Close.
+func (f *Fetcher) Close() error {
+	if f.ownedTr != nil {
+		f.ownedTr.CloseIdleConnections()
+	}
+	return f.root.Close()
+}
+
+// httpScheme reports whether u is an absolute http or https URL with a host.
+func httpScheme(u *url.URL) bool {
+	s := strings.ToLower(u.Scheme)
+	return (s == "http" || s == "https") && u.Host != ""
+}

@@ -1,0 +1,78 @@
+package fetch
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseURLList_J1_B16(t *testing.T) {
+	cases := []struct {
+		name        string
+		text        string
+		want        []string
+		rejectLines []int
+		reasonHas   []string
+	}{
+		{"one", "https://a.example/x", []string{"https://a.example/x"}, nil, nil},
+		{"lines and spaces", "http://a/1 http://a/2\n\n\thttps://b/3  \n", []string{"http://a/1", "http://a/2", "https://b/3"}, nil, nil},
+		{"crlf line endings", "http://a/1\r\nhttp://a/2\r\n", []string{"http://a/1", "http://a/2"}, nil, nil},
+		{"B16 CR inside", "http://a/1\rX-Injected:1\nhttp://a/2", []string{"http://a/2"}, []int{1}, []string{"carriage return"}},
+		{"B16 control char", "http://a/\x01x\nhttp://a/\x7f", nil, []int{1, 2}, []string{"control character", "control character"}},
+		{"ftp refused", "ftp://a/x", nil, []int{1}, []string{"only http and https"}},
+		{"file refused", "file:///etc/passwd", nil, []int{1}, []string{"only http and https"}},
+		{"javascript refused", "javascript:alert(1)", nil, []int{1}, []string{"only http and https"}},
+		{"relative refused", "example.com/x", nil, []int{1}, []string{"not an absolute URL"}},
+		{"no host", "http:///x", nil, []int{1}, []string{"no host"}},
+		{"bad escape", "http://a/%zz", nil, []int{1}, []string{"not a URL"}},
+		{"upper scheme", "HTTPS://A.example/x", []string{"https://A.example/x"}, nil, nil},
+		{"line numbers", "http://a/1\n\nftp://x\nhttp://a/2", []string{"http://a/1", "http://a/2"}, []int{3}, []string{"http"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			urls, rejects := ParseURLList(tc.text)
+			var got []string
+			for _, u := range urls {
+				got = append(got, u.String())
+			}
+			assert.Equal(t, tc.want, got)
+			require.Len(t, rejects, len(tc.rejectLines))
+			for i, r := range rejects {
+				assert.Equal(t, tc.rejectLines[i], r.Line)
+				assert.Contains(t, r.Reason, tc.reasonHas[i])
+				assert.NotEmpty(t, r.Text)
+			}
+		})
+	}
+}
+
+func TestParseURLList_J1_HundredThousandLines(t *testing.T) {
+	text := pasteOf(100_000)
+	urls, rejects := ParseURLList(text)
+	assert.Len(t, urls, 100_000)
+	assert.Empty(t, rejects)
+	assert.Equal(t, "https://host9.example/file/99999.bin", urls[99_999].String())
+}
+
+func pasteOf(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "https://host%d.example/file/%d.bin\r\n", i%10, i)
+	}
+	return b.String()
+}
+
+func BenchmarkParseURLList(b *testing.B) {
+	text := pasteOf(100_000)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		urls, _ := ParseURLList(text)
+		if len(urls) != 100_000 {
+			b.Fatal(len(urls))
+		}
+	}
+}

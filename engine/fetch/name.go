@@ -1,0 +1,180 @@
+package fetch
+
+import (
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// maxNameBytes caps a sanitised file name. It leaves room under the usual
+// 255-byte limit for a " (12345)" collision suffix and the ".part" suffix.
+const maxNameBytes = 200
+
+// fallbackName is the name of last resort (F2).
+const fallbackName = "index.html"
+
+// SafeName turns an untrusted name (a Content-Disposition filename, a URL
+// segment) into exactly one safe path component for the download folder (F2).
+//
+// The rules, applied in order:
+//
+//   - invalid UTF-8 is replaced with "_";
+//   - the name is split on both "/" and "\" (on every OS) and only the last
+//     segment is kept, so "../../.bashrc" and `..\..\evil.exe` lose their paths;
+//   - a drive prefix ("C:", "f:") is dropped and any remaining ":" (NTFS
+//     streams such as "name:stream") becomes "_";
+//   - control characters (C0, DEL, C1, NUL), bidirectional overrides and the
+//     characters Windows forbids (<>"|?*) become "_";
+//   - leading dots and spaces and trailing dots and spaces are removed, which
+//     also disposes of "." and ".." and of hidden dot-files;
+//   - Windows device names (CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$,
+//     CONOUT$), with or without an extension, get a "_" prefix;
+//   - names longer than 200 bytes are shortened, keeping a short extension.
+//
+// SafeName never returns an empty string: when nothing usable is left it
+// returns "index.html". Callers that need to know whether the input held a
+// usable name should compare against that, or use the F2 chain in [Fetcher.Do].
+func SafeName(s string) string {
+	if n := sanitize(s); n != "" {
+		return n
+	}
+	return fallbackName
+}
+
+// sanitize is SafeName without the fallback: it returns "" when nothing
+// usable remains.
+func sanitize(s string) string {
+	s = strings.ToValidUTF8(s, "_")
+	if i := strings.LastIndexAny(s, `/\`); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) >= 2 && s[1] == ':' && isASCIILetter(s[0]) {
+		s = s[2:]
+	}
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+			return '_'
+		case r == ':', r == '<', r == '>', r == '"', r == '|', r == '?', r == '*':
+			return '_'
+		case isBidiControl(r):
+			return '_'
+		case r != ' ' && unicode.IsSpace(r):
+			// Tabs and exotic spaces are legal but confusing in a file name.
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.TrimLeft(s, ". ")
+	s = strings.TrimRight(s, ". ")
+	if s == "" {
+		return ""
+	}
+	if isReservedDeviceName(s) {
+		s = "_" + s
+	}
+	if len(s) > maxNameBytes {
+		s = shorten(s, maxNameBytes)
+	}
+	return s
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// isBidiControl reports the invisible direction marks used to disguise
+// extensions ("invoice\u202Efdp.exe" renders as "invoiceexe.pdf").
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
+		r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// isReservedDeviceName reports whether Windows would treat the name as a
+// device, which it does regardless of the extension ("NUL.txt", "com1.tar.gz").
+func isReservedDeviceName(s string) bool {
+	stem := s
+	if i := strings.IndexByte(stem, '.'); i >= 0 {
+		stem = stem[:i]
+	}
+	stem = strings.ToUpper(strings.TrimRight(stem, " "))
+	switch stem {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	}
+	if len(stem) == 4 && (strings.HasPrefix(stem, "COM") || strings.HasPrefix(stem, "LPT")) {
+		return stem[3] >= '0' && stem[3] <= '9'
+	}
+	// COM¹, LPT² … are devices too.
+	if r, size := utf8.DecodeLastRuneInString(stem); size > 1 && len(stem) == 3+size &&
+		(strings.HasPrefix(stem, "COM") || strings.HasPrefix(stem, "LPT")) {
+		return r == '¹' || r == '²' || r == '³'
+	}
+	return false
+}
+
+// shorten cuts s to at most max bytes on a rune boundary, keeping an
+// extension of up to 16 bytes.
+func shorten(s string, max int) string {
+	ext := path.Ext(s)
+	if len(ext) > 16 || len(ext) == len(s) {
+		ext = ""
+	}
+	stem := s[:len(s)-len(ext)]
+	keep := max - len(ext)
+	for keep > 0 && !utf8.RuneStart(stem[keep]) {
+		keep--
+	}
+	stem = strings.TrimRight(stem[:keep], ". ")
+	if stem == "" {
+		return strings.TrimLeft(ext, ".")
+	}
+	return stem + ext
+}
+
+// responseName picks the file name for a download (F2): the
+// Content-Disposition filename if it survives sanitising, else the last path
+// segment of the URL the user gave, else "index.html". A redirect target is
+// never consulted (RELIABILITY A7).
+func responseName(h http.Header, userURL *url.URL) string {
+	if n := dispositionName(h.Values("Content-Disposition")); n != "" {
+		return n
+	}
+	if n := urlName(userURL); n != "" {
+		return n
+	}
+	return fallbackName
+}
+
+// dispositionName returns the sanitised filename parameter, or "" when the
+// header is absent, malformed or ambiguous: two Content-Disposition headers,
+// or two filename= parameters (mime.ParseMediaType rejects duplicates),
+// RELIABILITY A6. filename* (RFC 2231) is decoded by mime and takes precedence
+// over filename.
+func dispositionName(values []string) string {
+	if len(values) != 1 {
+		return ""
+	}
+	_, params, err := mime.ParseMediaType(values[0])
+	if err != nil {
+		return ""
+	}
+	return sanitize(params["filename"])
+}
+
+// urlName returns the sanitised, percent-decoded last path segment of u.
+func urlName(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	p := u.EscapedPath()
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		p = p[i+1:]
+	}
+	if dec, err := url.PathUnescape(p); err == nil {
+		p = dec
+	}
+	return sanitize(p)
+}
