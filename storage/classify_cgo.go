@@ -1,0 +1,26 @@
+//go:build cgo
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// classify maps SQLite's own errors to the package's sentinels where one fits.
+func classify(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+			return fmt.Errorf("%w: %w", ErrNotDatabase, err)
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("%w: %w", ErrLocked, err)
+		case sqlite3.ErrPerm, sqlite3.ErrCantOpen, sqlite3.ErrAuth, sqlite3.ErrReadonly:
+			return fmt.Errorf("%w: %w", ErrUnreadable, err)
+		}
+	}
+	return err
+}

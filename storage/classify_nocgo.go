@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package storage
+
+// classify has nothing to map without cgo: go-sqlite3 then only reports that it needs cgo.
+func classify(err error) error { return err }

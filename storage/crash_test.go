@@ -1,0 +1,329 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// childCrash plays a busy Heed until it is killed: it enqueues batches of URLs and moves jobs
+// through their states, printing to stdout
+//
+//	Q <id> <url>     after Enqueue acknowledged url as queued with id
+//	I <id> <state>   before asking for a transition of job id to state
+//	S <id> <state>   after the transition was acknowledged
+//
+// Each call's lines are written with one write, after the call returned.
+func childCrash(path, roundStr string) int {
+	round, _ := strconv.Atoi(roundStr)
+	db, err := Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 3
+	}
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+		return 1
+	}
+	os.Stdout.WriteString("ready\n")
+	rnd := rand.New(rand.NewPCG(uint64(round), 42))
+	var queued, active, paused []int64
+	var acked []string
+	take := func(s *[]int64) (int64, bool) {
+		if len(*s) == 0 {
+			return 0, false
+		}
+		i := rnd.IntN(len(*s))
+		id := (*s)[i]
+		(*s)[i] = (*s)[len(*s)-1]
+		*s = (*s)[:len(*s)-1]
+		return id, true
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(os.Stdout, format, args...) }
+	n := 0
+	for {
+		jobs := make([]NewJob, 20+rnd.IntN(300))
+		for i := range jobs {
+			host := fmt.Sprintf("h%d.example", n%40)
+			jobs[i] = NewJob{URL: fmt.Sprintf("https://%s/r%d/%d", host, round, n), Host: host}
+			n++
+		}
+		dup := -1
+		if len(acked) > 0 { // J2: an acknowledged URL sent again is a duplicate
+			dup = rnd.IntN(len(jobs))
+			jobs[dup].URL = acked[rnd.IntN(len(acked))]
+		}
+		res, err := db.Enqueue(bg, jobs)
+		if err != nil {
+			return fail("enqueue", err)
+		}
+		var buf bytes.Buffer
+		for i, it := range res.Items {
+			if it.Duplicate != (i == dup) {
+				return fail("enqueue", fmt.Errorf("input %d: duplicate=%v", i, it.Duplicate))
+			}
+			if !it.Duplicate {
+				fmt.Fprintf(&buf, "Q %d %s\n", it.ID, jobs[i].URL)
+				queued = append(queued, it.ID)
+				acked = append(acked, jobs[i].URL)
+			}
+		}
+		os.Stdout.Write(buf.Bytes())
+
+		for range 8 {
+			switch k := rnd.IntN(8); {
+			case k < 3: // start a download and save some progress
+				id, ok := take(&queued)
+				if !ok {
+					continue
+				}
+				say("I %d active\n", id)
+				attempt, err := db.MarkActive(bg, id)
+				if err != nil {
+					return fail("mark active", err)
+				}
+				say("S %d active\n", id)
+				active = append(active, id)
+				err = db.SaveProgress(bg, id, Progress{Part: fmt.Sprintf("%d.part", id), Bytes: int64(rnd.IntN(1 << 20)), Size: -1, ETag: `"e"`})
+				if err != nil {
+					return fail("save progress", err)
+				}
+				err = db.RecordAttempt(Attempt{JobID: id, URL: "u", Host: "h", Attempt: attempt, StartedAt: time.Now(), Outcome: "retry"})
+				if err != nil {
+					return fail("record attempt", err)
+				}
+			case k < 6: // finish, retry or fail a download
+				id, ok := take(&active)
+				if !ok {
+					continue
+				}
+				var err error
+				var to State
+				switch k {
+				case 3:
+					to = StateDone
+					say("I %d %s\n", id, to)
+					err = db.MarkDone(bg, id, Done{File: fmt.Sprintf("%d.bin", id), Bytes: 10, SHA256: "ab", Status: 200})
+				case 4:
+					to = StateQueued
+					say("I %d %s\n", id, to)
+					err = db.MarkQueued(bg, id, Retry{NotBefore: time.Now().Add(time.Second), Err: "reset", Status: 503, Throttled: true})
+					queued = append(queued, id)
+				case 5:
+					to = StateFailed
+					say("I %d %s\n", id, to)
+					err = db.MarkFailed(bg, id, "gone", 404)
+				}
+				if err != nil {
+					return fail("finish", err)
+				}
+				say("S %d %s\n", id, to)
+			case k == 6: // pause or cancel a queued job
+				id, ok := take(&queued)
+				if !ok {
+					continue
+				}
+				to := StatePaused
+				if rnd.IntN(2) == 0 {
+					to = StateCancelled
+				}
+				say("I %d %s\n", id, to)
+				changed, err := db.SetJobState(bg, []int64{id}, to)
+				if err != nil || len(changed) != 1 {
+					return fail("set job state", fmt.Errorf("%v, changed %v", err, changed))
+				}
+				say("S %d %s\n", id, to)
+				if to == StatePaused {
+					paused = append(paused, id)
+				}
+			default: // resume a paused job
+				id, ok := take(&paused)
+				if !ok {
+					continue
+				}
+				say("I %d queued\n", id)
+				changed, err := db.SetJobState(bg, []int64{id}, StateQueued)
+				if err != nil || len(changed) != 1 {
+					return fail("resume", fmt.Errorf("%v, changed %v", err, changed))
+				}
+				say("S %d queued\n", id)
+				queued = append(queued, id)
+			}
+		}
+	}
+}
+
+// crashModel is what the parent knows from the child's acknowledgements, over all rounds.
+type crashModel struct {
+	urls    map[string]int64 // acknowledged URL → id
+	acked   map[int64]State  // last acknowledged state
+	pending map[int64]State  // asked for, not acknowledged: may or may not have happened
+}
+
+func (m *crashModel) read(t *testing.T, line string) {
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		return // "ready", or a line cut by the kill
+	}
+	id, err := strconv.ParseInt(f[1], 10, 64)
+	require.NoError(t, err, line)
+	switch f[0] {
+	case "Q":
+		_, seen := m.urls[f[2]]
+		require.False(t, seen, "URL acknowledged twice as new: %s", f[2])
+		m.urls[f[2]] = id
+		m.acked[id] = StateQueued
+	case "I":
+		m.pending[id] = State(f[2])
+	case "S":
+		m.acked[id] = State(f[2])
+		delete(m.pending, id)
+	}
+}
+
+// afterCrash is the state a job must have after Open recovered the database.
+func afterCrash(s State) State {
+	if s == StateActive {
+		return StateQueued
+	}
+	return s
+}
+
+// TestCrash_S2_KillNineKeepsAcknowledged kills a busy child Heed with SIGKILL at random moments,
+// 20 times over one database, and after each kill checks that the database passes
+// integrity_check, every acknowledged URL is there exactly once with its id, every job is in its
+// acknowledged state (or the one it was being moved to), and jobs left active are queued again
+// with their partial file kept.
+func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heed.db")
+	m := &crashModel{urls: map[string]int64{}, acked: map[int64]State{}, pending: map[int64]State{}}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	var recoveredTotal int64
+	const rounds = 20
+	for round := range rounds {
+		killAfter := time.Duration(5+rnd.IntN(150)) * time.Millisecond
+		runAndKill(t, path, round, killAfter, m)
+
+		// What the crash left active, read without Open (read-only: nothing is checkpointed).
+		type part struct {
+			part  string
+			bytes int64
+		}
+		left := map[int64]part{}
+		raw := rawOpenRO(t, path)
+		rows, err := raw.Query(`SELECT id, part, bytes FROM jobs WHERE state = 'active'`)
+		require.NoError(t, err)
+		for rows.Next() {
+			var id int64
+			var p part
+			require.NoError(t, rows.Scan(&id, &p.part, &p.bytes))
+			left[id] = p
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, raw.Close())
+
+		db, err := Open(path)
+		require.NoError(t, err, "round %d", round)
+		var ok string
+		require.NoError(t, db.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok))
+		assert.Equal(t, "ok", ok, "round %d", round)
+		assert.Equal(t, int64(len(left)), db.Recovered(), "round %d: every active job is recovered", round)
+		recoveredTotal += db.Recovered()
+
+		got := map[string]int64{}
+		states := map[int64]State{}
+		var dups, active int
+		err = db.forEachJob(bg, JobFilter{}, func(j Job) error {
+			if _, seen := got[j.URL]; seen {
+				dups++
+			}
+			got[j.URL] = j.ID
+			states[j.ID] = j.State
+			if j.State == StateActive {
+				active++
+			}
+			if p, ok := left[j.ID]; ok {
+				assert.Equal(t, StateQueued, j.State, "round %d: job %d left active is queued", round, j.ID)
+				assert.Equal(t, p.part, j.Part, "round %d: job %d keeps its .part", round, j.ID)
+				assert.Equal(t, p.bytes, j.Bytes, "round %d: job %d keeps its bytes", round, j.ID)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Zero(t, dups, "round %d: no URL stored twice", round)
+		assert.Zero(t, active, "round %d: no job is active after Open", round)
+
+		var missing, wrongID, wrongState []string
+		for u, id := range m.urls {
+			gid, ok := got[u]
+			switch {
+			case !ok:
+				missing = append(missing, u)
+			case gid != id:
+				wrongID = append(wrongID, fmt.Sprintf("%s: %d, acknowledged %d", u, gid, id))
+			}
+		}
+		for id, s := range m.acked {
+			have := states[id]
+			p, isPending := m.pending[id]
+			if have != afterCrash(s) && !(isPending && have == afterCrash(p)) {
+				wrongState = append(wrongState, fmt.Sprintf("job %d is %s, acknowledged %s (pending %q)", id, have, s, p))
+			}
+			m.acked[id] = have // what happened to a pending change is now known
+		}
+		clear(m.pending)
+		assert.Empty(t, missing, "round %d: acknowledged URLs lost", round)
+		assert.Empty(t, wrongID, "round %d", round)
+		assert.Empty(t, wrongState, "round %d", round)
+		require.NoError(t, db.Close())
+	}
+	require.NotEmpty(t, m.urls, "the children acknowledged URLs")
+	assert.Positive(t, recoveredTotal, "some kills hit jobs while active")
+	t.Logf("%d rounds, %d URLs acknowledged, %d active jobs recovered", rounds, len(m.urls), recoveredTotal)
+}
+
+// runAndKill runs childCrash for one round and SIGKILLs it killAfter after it is ready, reading
+// every line it printed into m.
+func runAndKill(t *testing.T, path string, round int, killAfter time.Duration, m *crashModel) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=crash", envDB+"="+path, envRound+"="+strconv.Itoa(round))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	br := bufio.NewReader(out)
+	var timer *time.Timer
+	var lines []string
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			break // a line without its newline was cut by the kill: it was never acknowledged
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "ready" && timer == nil {
+			timer = time.AfterFunc(killAfter, func() { cmd.Process.Kill() })
+		}
+		lines = append(lines, line)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	killed := errors.As(err, &ee) && !ee.Exited()
+	require.True(t, killed, "round %d: the child must die by the kill, not on its own: %v\n%s", round, err, stderr.String())
+	for _, l := range lines {
+		m.read(t, l)
+	}
+}

@@ -1,0 +1,498 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// State is a job's state (J3).
+type State string
+
+// The job states of J3.
+const (
+	StateQueued    State = "queued"    // waiting for its not-before time and its host
+	StateActive    State = "active"    // being downloaded
+	StatePaused    State = "paused"    // held by the user
+	StateDone      State = "done"      // downloaded, file and SHA-256 recorded
+	StateFailed    State = "failed"    // given up; Requeue retries it
+	StateCancelled State = "cancelled" // stopped by the user; Requeue retries it
+)
+
+// States lists every state, in the order a person reads a job's life.
+var States = []State{StateQueued, StateActive, StatePaused, StateDone, StateFailed, StateCancelled}
+
+// Valid reports whether s is one of the six states.
+func (s State) Valid() bool {
+	for _, x := range States {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Job is one URL to download and where it stands.
+type Job struct {
+	ID           int64
+	URL          string
+	Host         string // host key (SPEC §1), computed by the caller
+	State        State
+	NotBefore    time.Time // a queued job is not started before this; zero = at once
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	File         string // final file name, relative to the download folder; set when done
+	Part         string // partial file name, relative to the download folder
+	ETag         string // validators of the partial file, for If-Range (F5)
+	LastModified string
+	Size         int64 // expected total size; -1 = unknown
+	Bytes        int64 // bytes on disk in Part, or of File when done
+	SHA256       string
+	Attempts     int // attempts started (MarkActive); Requeue resets it
+	Throttled    int // throttle responses seen
+	LastError    string
+	LastStatus   int
+}
+
+// NewJob is a URL to enqueue.
+type NewJob struct {
+	URL       string
+	Host      string
+	NotBefore time.Time
+}
+
+// EnqueueItem says what Enqueue did with one input.
+type EnqueueItem struct {
+	// ID is the job's id: the new row, or the existing one for a duplicate.
+	ID int64
+	// Duplicate is true when the URL already had a job (J2); nothing was changed.
+	Duplicate bool
+	// State is the job's state: queued for a new job, the existing state for a duplicate.
+	State State
+}
+
+// EnqueueResult reports, for each input in order, whether it was queued or a duplicate.
+type EnqueueResult struct {
+	Items      []EnqueueItem
+	Queued     int
+	Duplicates int
+}
+
+const jobCols = `id, url, host, state, not_before, created_at, updated_at, file, part, etag,
+	last_modified, size, bytes, sha256, attempts, throttled, last_error, last_status`
+
+func scanJob(row interface{ Scan(...any) error }) (Job, error) {
+	var j Job
+	var nb, ca, ua int64
+	err := row.Scan(&j.ID, &j.URL, &j.Host, &j.State, &nb, &ca, &ua, &j.File, &j.Part, &j.ETag,
+		&j.LastModified, &j.Size, &j.Bytes, &j.SHA256, &j.Attempts, &j.Throttled, &j.LastError, &j.LastStatus)
+	j.NotBefore, j.CreatedAt, j.UpdatedAt = fromNanos(nb), fromNanos(ca), fromNanos(ua)
+	return j, err
+}
+
+// Enqueue adds jobs in one transaction and returns after it committed: every input reported as
+// queued survives a crash from then on (S2). A URL that already has a job — in any state, or
+// earlier in the same call — is reported as a duplicate with that job's id and state and left
+// alone (J2); use Requeue to retry a done, failed or cancelled one. Every URL and Host must be
+// non-empty.
+func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error) {
+	for i, j := range jobs {
+		if j.URL == "" || j.Host == "" {
+			return EnqueueResult{}, fmt.Errorf("storage: enqueue: input %d has an empty URL or host", i)
+		}
+	}
+	var res EnqueueResult
+	err := db.write(ctx, "enqueue", func(w *wtx) error {
+		res = EnqueueResult{Items: make([]EnqueueItem, len(jobs))}
+		ins, err := w.stmt(`INSERT INTO jobs (url, host, state, not_before, created_at, updated_at)
+			VALUES (?, ?, 'queued', ?, ?, ?) ON CONFLICT (url) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		sel, err := w.stmt(`SELECT id, state FROM jobs WHERE url = ?`)
+		if err != nil {
+			return err
+		}
+		now := nanos(db.now())
+		for i, j := range jobs {
+			r, err := ins.Exec(j.URL, j.Host, nanos(j.NotBefore), now, now)
+			if err != nil {
+				return err
+			}
+			it := &res.Items[i]
+			if n, _ := r.RowsAffected(); n == 1 {
+				it.ID, _ = r.LastInsertId()
+				it.State = StateQueued
+				res.Queued++
+				continue
+			}
+			if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
+				return err
+			}
+			it.Duplicate = true
+			res.Duplicates++
+		}
+		return nil
+	})
+	if err != nil {
+		return EnqueueResult{}, err
+	}
+	return res, nil
+}
+
+// Requeue queues done, failed and cancelled jobs again on the user's explicit request (J2), due
+// at once, with a fresh attempt budget (attempts, throttled and the last error cleared). The
+// previous final file and SHA-256 are forgotten; a partial file and its validators are kept
+// for resume. It returns the ids that moved; others are left alone.
+func (db *DB) Requeue(ctx context.Context, ids []int64) ([]int64, error) {
+	var moved []int64
+	err := db.write(ctx, "requeue", func(w *wtx) error {
+		moved = moved[:0]
+		now := nanos(db.now())
+		for _, id := range ids {
+			r, err := w.exec(`UPDATE jobs SET state = 'queued', not_before = ?, updated_at = ?,
+				attempts = 0, throttled = 0, last_error = '', last_status = 0, file = '', sha256 = '',
+				bytes = CASE WHEN part = '' THEN 0 ELSE bytes END
+				WHERE id = ? AND state IN ('done', 'failed', 'cancelled')`, now, now, id)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				moved = append(moved, id)
+			}
+		}
+		return nil
+	})
+	return moved, err
+}
+
+// transition runs one guarded UPDATE of job id, committed before it returns. If no row matched,
+// it tells apart a missing job (ErrNotFound) from one in the wrong state (ErrStateConflict).
+func (db *DB) transition(ctx context.Context, name string, id int64, query string, args ...any) error {
+	return db.write(ctx, name, func(w *wtx) error {
+		r, err := w.exec(query, args...)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			return nil
+		}
+		var st State
+		err = w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("job %d: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
+	})
+}
+
+// MarkActive moves a queued job to active and counts the attempt it starts; it returns the
+// attempt number (1 for the first). It commits before returning, so the caller starts the
+// download only once that is on disk (J3). A job that is not queued — paused or cancelled by the
+// user meanwhile — gives ErrStateConflict.
+func (db *DB) MarkActive(ctx context.Context, id int64) (attempt int, err error) {
+	err = db.write(ctx, "mark active", func(w *wtx) error {
+		err := w.tx.QueryRow(`UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
+			WHERE id = ? AND state = 'queued' RETURNING attempts`, nanos(db.now()), id).Scan(&attempt)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var st State
+		err = w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("job %d: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return attempt, nil
+}
+
+// Retry describes why an active job goes back to the queue and when it may run again.
+type Retry struct {
+	NotBefore time.Time // earliest next start (retry delay, Retry-After)
+	Err       string    // what went wrong, shown to the user
+	Status    int       // last HTTP status, 0 if none
+	Throttled bool      // the response was a throttle response: counts in Job.Throttled
+}
+
+// MarkQueued moves an active job back to queued, to be retried not before r.NotBefore.
+// A job that is not active gives ErrStateConflict.
+func (db *DB) MarkQueued(ctx context.Context, id int64, r Retry) error {
+	thr := 0
+	if r.Throttled {
+		thr = 1
+	}
+	return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
+		last_error = ?, last_status = ?, throttled = throttled + ?, updated_at = ?
+		WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, nanos(db.now()), id)
+}
+
+// Done describes a completed download.
+type Done struct {
+	File   string // final name, relative to the download folder
+	Bytes  int64
+	SHA256 string // hex (F7)
+	Status int
+}
+
+// MarkDone records an active job's completed file. The partial name is cleared, since the
+// partial file became File. A job that is not active gives ErrStateConflict.
+func (db *DB) MarkDone(ctx context.Context, id int64, d Done) error {
+	return db.transition(ctx, "mark done", id, `UPDATE jobs SET state = 'done', file = ?, part = '',
+		bytes = ?, sha256 = ?, last_status = ?, last_error = '', updated_at = ?
+		WHERE id = ? AND state = 'active'`, d.File, d.Bytes, d.SHA256, d.Status, nanos(db.now()), id)
+}
+
+// MarkFailed gives up on an active job with reason. Its partial file is kept, so a Requeue can
+// resume it. A job that is not active gives ErrStateConflict.
+func (db *DB) MarkFailed(ctx context.Context, id int64, reason string, status int) error {
+	return db.transition(ctx, "mark failed", id, `UPDATE jobs SET state = 'failed', last_error = ?,
+		last_status = ?, updated_at = ? WHERE id = ? AND state = 'active'`, reason, status, nanos(db.now()), id)
+}
+
+// Progress is what is on disk of a download in progress.
+type Progress struct {
+	Part         string // partial file name, relative to the download folder
+	Bytes        int64  // bytes in Part
+	Size         int64  // expected total; -1 = unknown
+	ETag         string
+	LastModified string
+}
+
+// SaveProgress records a job's partial file, byte count and validators, for resume after a crash
+// (F5, S2). It works in any state and commits before returning.
+func (db *DB) SaveProgress(ctx context.Context, id int64, p Progress) error {
+	return db.write(ctx, "save progress", func(w *wtx) error {
+		r, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?,
+			updated_at = ? WHERE id = ?`, p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, nanos(db.now()), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return fmt.Errorf("job %d: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// SetJobState applies a user action to jobs, committed before it returns:
+//
+//	StatePaused     pause:  queued or active → paused
+//	StateQueued     resume: paused → queued
+//	StateCancelled  cancel: queued, active or paused → cancelled
+//
+// Jobs in other states are left alone. It returns the ids that changed, in input order; the
+// caller stops the downloads of those that were active.
+func (db *DB) SetJobState(ctx context.Context, ids []int64, to State) ([]int64, error) {
+	var from string
+	switch to {
+	case StatePaused:
+		from = `'queued', 'active'`
+	case StateQueued:
+		from = `'paused'`
+	case StateCancelled:
+		from = `'queued', 'active', 'paused'`
+	default:
+		return nil, fmt.Errorf("storage: SetJobState: cannot move jobs to %q by hand", to)
+	}
+	q := `UPDATE jobs SET state = ?, updated_at = ? WHERE id = ? AND state IN (` + from + `)`
+	var changed []int64
+	err := db.write(ctx, "set job state", func(w *wtx) error {
+		changed = changed[:0]
+		now := nanos(db.now())
+		for _, id := range ids {
+			r, err := w.exec(q, string(to), now, id)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n == 1 {
+				changed = append(changed, id)
+			}
+		}
+		return nil
+	})
+	return changed, err
+}
+
+// Job returns the job with id, or ErrNotFound.
+func (db *DB) Job(ctx context.Context, id int64) (Job, error) {
+	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return j, err
+}
+
+// JobByURL returns the job for url, or ErrNotFound.
+func (db *DB) JobByURL(ctx context.Context, url string) (Job, error) {
+	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE url = ?`, url))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Job{}, fmt.Errorf("job for %s: %w", url, ErrNotFound)
+	}
+	return j, err
+}
+
+// JobFilter selects jobs. Zero fields do not filter.
+type JobFilter struct {
+	State   State
+	Host    string
+	AfterID int64 // keyset paging: only jobs with a larger id
+	Limit   int   // 0 = no limit
+}
+
+func (f JobFilter) query(cols string) (string, []any) {
+	var where []string
+	var args []any
+	if f.State != "" {
+		where, args = append(where, "state = ?"), append(args, string(f.State))
+	}
+	if f.Host != "" {
+		where, args = append(where, "host = ?"), append(args, f.Host)
+	}
+	if f.AfterID > 0 {
+		where, args = append(where, "id > ?"), append(args, f.AfterID)
+	}
+	q := `SELECT ` + cols + ` FROM jobs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY id`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	return q, args
+}
+
+// JobsPage returns the jobs matching f in id order. Pass the last id as AfterID for the next page.
+func (db *DB) JobsPage(ctx context.Context, f JobFilter) ([]Job, error) {
+	var jobs []Job
+	err := db.forEachJob(ctx, f, func(j Job) error { jobs = append(jobs, j); return nil })
+	return jobs, err
+}
+
+func (db *DB) forEachJob(ctx context.Context, f JobFilter, fn func(Job) error) error {
+	q, args := f.query(jobCols)
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return err
+		}
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// DueJob is a queued job as the scheduler needs it.
+type DueJob struct {
+	ID        int64
+	Host      string
+	NotBefore time.Time
+}
+
+// DueJobs returns up to limit queued jobs, soonest not-before first, over all hosts.
+func (db *DB) DueJobs(ctx context.Context, limit int) ([]DueJob, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, host, not_before FROM jobs INDEXED BY jobs_due
+		WHERE state = 'queued' ORDER BY not_before, id LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []DueJob
+	for rows.Next() {
+		var d DueJob
+		var nb int64
+		if err := rows.Scan(&d.ID, &d.Host, &nb); err != nil {
+			return nil, err
+		}
+		d.NotBefore = fromNanos(nb)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// ForEachQueued streams every queued job to fn, ordered by host and then not-before, for the
+// engine to load its queues at start. It reads from one snapshot; an error from fn stops the
+// walk and is returned.
+func (db *DB) ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error {
+	rows, err := db.r.QueryContext(ctx, `SELECT id, host, not_before FROM jobs
+		WHERE state = 'queued' ORDER BY host, not_before, id`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var id, nb int64
+	var host string
+	for rows.Next() {
+		if err := rows.Scan(&id, &host, &nb); err != nil {
+			return err
+		}
+		if err := fn(id, host, fromNanos(nb)); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// CountsByState returns how many jobs are in each state; states with no jobs are absent.
+func (db *DB) CountsByState(ctx context.Context) (map[State]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[State]int64)
+	for rows.Next() {
+		var s State
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, err
+		}
+		out[s] = n
+	}
+	return out, rows.Err()
+}
+
+// CountsByHost returns, per host, how many of its jobs are in each state.
+func (db *DB) CountsByHost(ctx context.Context) (map[string]map[State]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT host, state, count(*) FROM jobs GROUP BY host, state`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]map[State]int64)
+	for rows.Next() {
+		var h string
+		var s State
+		var n int64
+		if err := rows.Scan(&h, &s, &n); err != nil {
+			return nil, err
+		}
+		m := out[h]
+		if m == nil {
+			m = make(map[State]int64)
+			out[h] = m
+		}
+		m[s] = n
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,36 @@
+//go:build unix
+
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockFile takes an exclusive, non-blocking flock on path, creating it if needed. flock locks
+// belong to the open file description, so a second lockFile of the same path fails even inside
+// one process, and the kernel drops the lock when the process dies, kill -9 included.
+func lockFile(path string) (io.Closer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%w: lock file: %w", ErrUnreadable, err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (lock %s is held)", ErrLocked, path)
+		}
+		return nil, fmt.Errorf("%w: lock %s: %w", ErrUnreadable, path, err)
+	}
+	return f, nil // closing the file releases the lock
+}

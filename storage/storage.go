@@ -1,0 +1,364 @@
+// Package storage keeps Heed's jobs, attempt history, host state and settings in one SQLite
+// file (SPEC §7). It is the only package that speaks SQL; it knows nothing of HTTP, Fyne or the
+// engine, and works with its own plain record types.
+//
+// # Connections
+//
+// A DB holds two pools on the same file: a writer of exactly one connection (WAL, busy timeout,
+// foreign keys, BEGIN IMMEDIATE) and a read-only pool for queries, so reads never wait behind
+// writes (S1). Every write goes through one writer goroutine that commits whatever arrived while
+// the previous commit ran as one transaction (group commit, S5):
+//
+//   - Enqueue, Requeue, the job transitions (MarkActive, MarkQueued, MarkDone, MarkFailed,
+//     SetJobState, SaveProgress) and SetSetting return only after their transaction committed:
+//     a nil error is the acknowledgement (J3 "persisted before acted on", S2).
+//   - RecordAttempt, AppendHostEvent and SaveHost return at once; Flush waits until everything
+//     queued before it is committed, and Close flushes.
+//
+// # Durability
+//
+// The database runs in WAL mode with synchronous=NORMAL: a commit is written to the -wal file
+// before the call returns, but not fsynced. That survives kill -9 of the process (the bytes are in
+// the operating system's page cache) — the crash test in this package holds that — but the last
+// commits before a power loss or kernel crash may be lost; the database itself stays consistent.
+// WithSyncFull trades throughput for surviving power loss as well.
+//
+// # Duplicates (J2)
+//
+// The jobs table has one row per URL (UNIQUE url). Enqueue reports a URL that already has a row
+// as a duplicate, with the row's id and state, whatever that state is; Requeue moves a done,
+// failed or cancelled job back to queued, reusing its row, with a fresh attempt budget.
+//
+// # One process (S6)
+//
+// Open takes an OS advisory lock on "<db>.lock" (flock on unix, LockFileEx on Windows) for the
+// life of the DB; a second Open of the same file — from this process or another — fails with
+// ErrLocked. The lock file is left in place on Close: deleting it would race with another Open.
+// Open never creates a database over a file that is not one, and never deletes -wal or -shm files.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// Errors returned by Open, wrapped in an *OpenError naming the file. A CLI maps any *OpenError to
+// exit status 3 ("the database is unusable").
+var (
+	// ErrLocked means another Heed (or another DB in this process) has the database open.
+	ErrLocked = errors.New("database is in use by another Heed")
+	// ErrNotDatabase means the file exists but is not an SQLite database; it is left untouched.
+	ErrNotDatabase = errors.New("file is not a Heed database")
+	// ErrUnreadable means the file (or its directory) cannot be read or created.
+	ErrUnreadable = errors.New("database file cannot be read")
+	// ErrSchemaTooNew means the database was written by a newer Heed than this one.
+	ErrSchemaTooNew = errors.New("database schema is newer than this Heed understands")
+)
+
+// Errors returned by reads and writes.
+var (
+	// ErrNotFound means no job (or setting) has the given id, URL or key.
+	ErrNotFound = errors.New("not found")
+	// ErrStateConflict means a job transition was asked of a job in a state that does not allow
+	// it, for example MarkDone of a job the user cancelled meanwhile.
+	ErrStateConflict = errors.New("job is not in a state that allows this transition")
+	// ErrClosed means the DB has been closed.
+	ErrClosed = errors.New("storage: database is closed")
+)
+
+// OpenError is the error returned by Open: the database at Path is unusable because of Err,
+// which wraps one of ErrLocked, ErrNotDatabase, ErrUnreadable, ErrSchemaTooNew or another cause.
+type OpenError struct {
+	Path string
+	Err  error
+}
+
+// Error names the file, so that a message shown to the user says which file is at fault.
+func (e *OpenError) Error() string { return fmt.Sprintf("database %s: %v", e.Path, e.Err) }
+
+// Unwrap returns the cause, so errors.Is(err, ErrLocked) works.
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Option changes how Open opens a database.
+type Option func(*options)
+
+type options struct {
+	logger   *slog.Logger
+	syncFull bool
+	batchMax int
+	now      func() time.Time
+}
+
+// WithLogger sends the DB's own messages (recovered jobs, failed background writes) to l.
+// The default discards them.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithSyncFull sets synchronous=FULL: every commit is fsynced, so acknowledged writes survive
+// power loss as well as a process crash, at the cost of write throughput.
+func WithSyncFull() Option { return func(o *options) { o.syncFull = true } }
+
+// WithBatchMax sets the most operations the writer commits in one transaction (default 1024).
+func WithBatchMax(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.batchMax = n
+		}
+	}
+}
+
+// DB is an open Heed database. Its methods are safe for concurrent use.
+type DB struct {
+	path      string
+	w         *sql.DB // writer: one connection, used only by the writer goroutine
+	r         *sql.DB // read-only pool
+	lock      io.Closer
+	log       *slog.Logger
+	now       func() time.Time
+	recovered int64
+
+	ops      chan op
+	mu       sync.RWMutex // guards closed against sends on ops
+	closed   bool
+	done     chan struct{}
+	batchMax int
+
+	commits atomic.Int64 // transactions committed by the writer, for tests
+
+	errMu    sync.Mutex
+	asyncErr []error // errors of fire-and-forget writes, reported by the next Flush
+}
+
+// DefaultPath returns where Heed keeps its database when no path is given: heed.db in
+// $XDG_DATA_HOME/heed or ~/.local/share/heed on Linux and other unix systems,
+// ~/Library/Application Support/Heed on macOS, %LocalAppData%\Heed on Windows.
+func DefaultPath() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil && runtime.GOOS != "windows" {
+		return "", fmt.Errorf("storage: no home directory for the default database: %w", err)
+	}
+	return defaultPath(runtime.GOOS, os.Getenv, home)
+}
+
+func defaultPath(goos string, getenv func(string) string, home string) (string, error) {
+	switch goos {
+	case "windows":
+		dir := getenv("LocalAppData")
+		if dir == "" {
+			return "", errors.New("storage: %LocalAppData% is not set")
+		}
+		return filepath.Join(dir, "Heed", "heed.db"), nil
+	case "darwin", "ios":
+		return filepath.Join(home, "Library", "Application Support", "Heed", "heed.db"), nil
+	default:
+		if dir := getenv("XDG_DATA_HOME"); dir != "" && filepath.IsAbs(dir) {
+			return filepath.Join(dir, "heed", "heed.db"), nil
+		}
+		return filepath.Join(home, ".local", "share", "heed", "heed.db"), nil
+	}
+}
+
+// sqliteHeader is how every SQLite 3 database file begins.
+const sqliteHeader = "SQLite format 3\x00"
+
+// Open opens the Heed database at path, creating it (and its parent directories) if it does not
+// exist; an empty path means DefaultPath. It takes the single-process lock (S6), checks that an
+// existing file is an SQLite database, migrates the schema forward (S1), and re-queues jobs a
+// crash left active (S2; see Recovered). Every error is an *OpenError naming the file.
+func Open(path string, opts ...Option) (*DB, error) {
+	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if path == "" {
+		p, err := DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &OpenError{Path: path, Err: err}
+	}
+	db, err := open(abs, o)
+	if err != nil {
+		return nil, &OpenError{Path: abs, Err: err}
+	}
+	return db, nil
+}
+
+func open(path string, o options) (_ *DB, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	lock, err := lockFile(path + ".lock")
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{path: path, lock: lock, log: o.logger, now: o.now, batchMax: o.batchMax}
+	defer func() {
+		if err != nil {
+			db.closeHandles()
+		}
+	}()
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+
+	syncMode := "NORMAL"
+	if o.syncFull {
+		syncMode = "FULL"
+	}
+	db.w, err = sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=5000&_fk=on&_txlock=immediate&_sync="+syncMode))
+	if err != nil {
+		return nil, err
+	}
+	db.w.SetMaxOpenConns(1)
+	db.w.SetMaxIdleConns(1)
+	db.w.SetConnMaxLifetime(0)
+	db.w.SetConnMaxIdleTime(0)
+	ctx := context.Background()
+	var mode string
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return nil, classify(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return nil, fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	if err := migrate(ctx, db.w, migrations); err != nil {
+		return nil, classify(err)
+	}
+	if db.recovered, err = recoverActive(ctx, db.w, o.now()); err != nil {
+		return nil, classify(err)
+	}
+	if db.recovered > 0 {
+		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", db.recovered)
+	}
+
+	db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000"))
+	if err != nil {
+		return nil, err
+	}
+	db.r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	db.r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
+	if err := db.r.PingContext(ctx); err != nil {
+		return nil, classify(err)
+	}
+
+	db.ops = make(chan op, 4096)
+	db.done = make(chan struct{})
+	go db.writer()
+	return db, nil
+}
+
+// dsn builds a go-sqlite3 URI for path. '%', '?' and '#' would end or escape the path part of
+// the URI, so they are percent-encoded.
+func dsn(path, params string) string {
+	p := filepath.ToSlash(path)
+	p = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+	if len(p) >= 2 && p[1] == ':' { // Windows drive letter: file:///C:/...
+		p = "/" + p
+	}
+	return "file:" + p + "?" + params
+}
+
+// checkHeader refuses a non-empty file that does not begin with the SQLite header, so that Open
+// never turns someone's file into a database.
+func checkHeader(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: not a regular file", ErrUnreadable)
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	buf := make([]byte, len(sqliteHeader))
+	if _, err := io.ReadFull(f, buf); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return ErrNotDatabase
+		}
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	if string(buf) != sqliteHeader {
+		return ErrNotDatabase
+	}
+	return nil
+}
+
+// Path returns the absolute path of the database file.
+func (db *DB) Path() string { return db.path }
+
+// Recovered returns how many jobs Open found active — left so by a crash — and queued again,
+// with their partial file and byte count kept for resume (S2).
+func (db *DB) Recovered() int64 { return db.recovered }
+
+// Close flushes every queued write, stops the writer and releases the database and its lock.
+// It returns the errors of background writes not yet reported by Flush. Calling Close again
+// returns ErrClosed.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	close(db.ops)
+	db.mu.Unlock()
+	<-db.done
+	errs := []error{db.takeAsyncErr()}
+	errs = append(errs, db.closeHandles())
+	return errors.Join(errs...)
+}
+
+func (db *DB) closeHandles() error {
+	var errs []error
+	if db.r != nil {
+		errs = append(errs, db.r.Close())
+	}
+	if db.w != nil {
+		// Closing the last connection checkpoints the WAL; SQLite removes -wal and -shm itself.
+		errs = append(errs, db.w.Close())
+	}
+	if db.lock != nil {
+		errs = append(errs, db.lock.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}

@@ -1,0 +1,233 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestOpen_S1_WALBusyTimeoutForeignKeys(t *testing.T) {
+	db, _ := openTest(t)
+	var mode string
+	var fk, busy, sync int
+	require.NoError(t, db.w.QueryRow("PRAGMA journal_mode").Scan(&mode))
+	require.NoError(t, db.w.QueryRow("PRAGMA foreign_keys").Scan(&fk))
+	require.NoError(t, db.w.QueryRow("PRAGMA busy_timeout").Scan(&busy))
+	require.NoError(t, db.w.QueryRow("PRAGMA synchronous").Scan(&sync))
+	assert.Equal(t, "wal", mode)
+	assert.Equal(t, 1, fk)
+	assert.Equal(t, 5000, busy)
+	assert.Equal(t, 1, sync, "synchronous=NORMAL")
+	assert.Equal(t, 1, db.w.Stats().MaxOpenConnections, "one writer connection")
+
+	_, err := db.r.Exec("INSERT INTO settings (key, value) VALUES ('a', 'b')")
+	assert.Error(t, err, "the query pool is read-only")
+
+	_, err = db.w.Exec("INSERT INTO attempts (job_id, url, host, attempt, started_at, outcome) VALUES (999, 'u', 'h', 1, 1, 'ok')")
+	assert.Error(t, err, "foreign keys are enforced")
+}
+
+func TestOpen_S1_SyncFullOption(t *testing.T) {
+	db, _ := openTest(t, WithSyncFull())
+	var sync int
+	require.NoError(t, db.w.QueryRow("PRAGMA synchronous").Scan(&sync))
+	assert.Equal(t, 2, sync)
+}
+
+func TestOpen_S1_CreatesParentDirectories(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a", "b", "heed.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	assert.FileExists(t, path)
+	assert.Equal(t, path, db.Path())
+}
+
+func TestDefaultPath_S1_UserDataDirectory(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	cases := []struct {
+		name string
+		goos string
+		env  map[string]string
+		want string
+	}{
+		{"linux XDG_DATA_HOME", "linux", map[string]string{"XDG_DATA_HOME": "/data"}, "/data/heed/heed.db"},
+		{"linux default", "linux", nil, "/home/u/.local/share/heed/heed.db"},
+		{"linux relative XDG ignored", "linux", map[string]string{"XDG_DATA_HOME": "rel"}, "/home/u/.local/share/heed/heed.db"},
+		{"freebsd like linux", "freebsd", nil, "/home/u/.local/share/heed/heed.db"},
+		{"macOS", "darwin", nil, "/home/u/Library/Application Support/Heed/heed.db"},
+		{"windows", "windows", map[string]string{"LocalAppData": "/appdata"}, filepath.Join("/appdata", "Heed", "heed.db")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := defaultPath(c.goos, env(c.env), "/home/u")
+			require.NoError(t, err)
+			assert.Equal(t, filepath.FromSlash(c.want), got)
+		})
+	}
+	_, err := defaultPath("windows", env(nil), "")
+	assert.Error(t, err, "windows without LocalAppData")
+}
+
+func TestOpen_S6_SecondOpenInProcessRefused(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1")
+
+	second, err := Open(path)
+	require.Error(t, err)
+	assert.Nil(t, second)
+	assert.ErrorIs(t, err, ErrLocked)
+	var oe *OpenError
+	require.ErrorAs(t, err, &oe)
+	assert.Equal(t, path, oe.Path)
+	assert.Contains(t, err.Error(), path, "the message names the file")
+
+	// The first one is unharmed.
+	j, err := db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+	enqueueURLs(t, db, "a.example", "https://a.example/2")
+
+	// Once the first closes, the file opens again.
+	require.NoError(t, db.Close())
+	again, err := Open(path)
+	require.NoError(t, err)
+	defer again.Close()
+	counts, err := again.CountsByState(bg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), counts[StateQueued])
+}
+
+func TestOpen_S6_SecondProcessRefused(t *testing.T) {
+	db, path := openTest(t)
+	run := func() (int, string) {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envChild+"=open", envDB+"="+path)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), stderr.String()
+		}
+		require.NoError(t, err)
+		return 0, stderr.String()
+	}
+	code, msg := run()
+	assert.Equal(t, 3, code, "the second Heed exits 3: %s", msg)
+	assert.Contains(t, msg, path, "the message names the file")
+	assert.Contains(t, msg, ErrLocked.Error())
+
+	enqueueURLs(t, db, "a.example", "https://a.example/1") // first one unharmed
+	require.NoError(t, db.Close())
+	code, msg = run()
+	assert.Equal(t, 0, code, "after the first Heed exits, a new one opens: %s", msg)
+}
+
+func TestOpen_S6_NotDatabaseNeverOverwritten(t *testing.T) {
+	cases := []struct {
+		name    string
+		content []byte
+	}{
+		{"text file", []byte("these are my notes, not a database\n")},
+		{"shorter than the header", []byte("SQLite")},
+		{"almost the header", []byte("SQLite format 2\x00" + string(make([]byte, 4096)))},
+		{"header then garbage", append([]byte(sqliteHeader), bytes.Repeat([]byte{0xff}, 4096)...)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "heed.db")
+			require.NoError(t, os.WriteFile(path, c.content, 0o644))
+
+			db, err := Open(path)
+			require.Error(t, err)
+			assert.Nil(t, db)
+			assert.ErrorIs(t, err, ErrNotDatabase)
+			assert.Contains(t, err.Error(), path)
+
+			got, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, c.content, got, "the file is never overwritten")
+			assert.NoFileExists(t, path+"-wal")
+		})
+	}
+}
+
+func TestOpen_S6_UnreadableRefused(t *testing.T) {
+	type tc struct {
+		name  string
+		setup func(t *testing.T, path string)
+	}
+	cases := []tc{
+		{"directory at the path", func(t *testing.T, path string) { require.NoError(t, os.MkdirAll(path, 0o755)) }},
+		{"parent is a file", func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(filepath.Dir(path), []byte("x"), 0o644))
+		}},
+	}
+	if os.Geteuid() != 0 { // root reads files whatever their mode
+		cases = append(cases, tc{"mode 000", func(t *testing.T, path string) {
+			require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+			require.NoError(t, os.WriteFile(path, []byte(sqliteHeader), 0o000))
+		}})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sub", "heed.db")
+			require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Dir(path)), 0o755))
+			c.setup(t, path)
+			db, err := Open(path)
+			require.Error(t, err)
+			assert.Nil(t, db)
+			assert.ErrorIs(t, err, ErrUnreadable)
+			assert.Contains(t, err.Error(), path)
+		})
+	}
+}
+
+// copyFile copies src to dst if src exists, and reports whether it did.
+func copyFile(t *testing.T, src, dst string) bool {
+	in, err := os.Open(src)
+	if os.IsNotExist(err) {
+		return false
+	}
+	require.NoError(t, err)
+	defer in.Close()
+	out, err := os.Create(dst)
+	require.NoError(t, err)
+	_, err = io.Copy(out, in)
+	require.NoError(t, err)
+	require.NoError(t, out.Close())
+	return true
+}
+
+func TestOpen_RELIABILITY33_WalAndShmPresentAtStart(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	_, err := db.MarkActive(bg, ids[0])
+	require.NoError(t, err)
+
+	// Snapshot the files of the open database as a crash would leave them.
+	crashed := filepath.Join(t.TempDir(), "heed.db")
+	require.True(t, copyFile(t, path, crashed))
+	require.True(t, copyFile(t, path+"-wal", crashed+"-wal"), "the committed jobs are still in the WAL")
+	require.True(t, copyFile(t, path+"-shm", crashed+"-shm"))
+
+	re, err := Open(crashed)
+	require.NoError(t, err)
+	defer re.Close()
+	assert.FileExists(t, crashed+"-wal", "Open never deletes the WAL")
+	assert.FileExists(t, crashed+"-shm")
+	assert.Equal(t, int64(1), re.Recovered())
+	for _, id := range ids {
+		j, err := re.Job(bg, id)
+		require.NoError(t, err)
+		assert.Equal(t, StateQueued, j.State)
+	}
+}
