@@ -129,20 +129,20 @@ func (h *host) due(now time.Time, nowM int64, recovery, probeTimeout int64, hop 
 	if !hop && h.queued == 0 {
 		return never, WaitEmpty
 	}
-	switch h.br.state {
-	case Open:
-		if at := h.br.halfOpenAt(recovery); at > nowM {
-			return at, WaitBreaker
-		}
-	case HalfOpen:
-		if h.br.probeOut {
-			return h.br.probeDeadline, WaitBreaker
-		}
-	}
 	if h.inflight >= h.tun.MaxInflight {
 		return never, WaitInflightCap
 	}
 	due, why := nowM, WaitReady
+	switch h.br.state {
+	case Open:
+		if at := h.br.halfOpenAt(recovery); at > due {
+			due, why = at, WaitBreaker
+		}
+	case HalfOpen:
+		if h.br.probeOut && h.br.probeDeadline > due {
+			due, why = h.br.probeDeadline, WaitBreaker
+		}
+	}
 	if h.gate > due {
 		due, why = h.gate, WaitGate
 	}

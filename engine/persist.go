@@ -50,9 +50,7 @@ func (c *Core) ExportHost(host string) (HostState, bool) {
 	if h.gate > nowM {
 		s.Gate = toWall(h.gate)
 	}
-	if h.br.state != Closed || h.br.failures > 0 {
-		s.OpenedAt = toWall(h.br.openedAt)
-	}
+	s.OpenedAt = toWall(h.br.openedAt)
 	if h.own != nil {
 		t := h.own.Tunables
 		t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
@@ -95,7 +93,7 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 	if h.br.state > HalfOpen {
 		h.br.state = Closed
 	}
-	if h.br.openedAt == noTime {
+	if h.br.state != Closed && h.br.openedAt == noTime {
 		h.br.openedAt = nowM
 	}
 	c.place(h, now, nowM)

@@ -307,6 +307,7 @@ func (c *Core) getHost(key string, now time.Time) *host {
 		return c.hosts[i]
 	}
 	h := &host{key: key, idx: int32(len(c.hosts)), heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime}
+	h.br.openedAt = noTime
 	h.applyTunables(c.defaults, now)
 	c.hosts = append(c.hosts, h)
 	c.byKey[key] = h.idx

@@ -130,12 +130,11 @@ func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 	t := h.tun
 	recovery := int64(t.RecoveryTimeout)
 	due, why := h.due(now, nowM, recovery, c.probeTimeout, false)
-	if why == WaitReady || (due > nowM && why != WaitPaused && why != WaitEmpty) {
-		if c.pausedAll {
-			why = WaitPaused
-		} else if why == WaitReady && (c.inflight >= c.inflightCap || (c.glim != nil && c.glim.TokensAt(now) < 1)) {
-			why = WaitGlobalCap
-		}
+	switch {
+	case c.pausedAll && why != WaitEmpty:
+		why = WaitPaused
+	case why == WaitReady && (c.inflight >= c.inflightCap || (c.glim != nil && c.glim.TokensAt(now) < 1)):
+		why = WaitGlobalCap
 	}
 	s := HostSnapshot{
 		Host: h.key, At: now, OwnTunables: h.own != nil,
@@ -150,9 +149,7 @@ func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 		s.Gate = c.at(h.gate)
 		s.GateIn = time.Duration(max(h.gate-nowM, 0))
 	}
-	if h.br.state == Open || h.br.openedAt != 0 {
-		s.OpenedAt = c.at(h.br.openedAt)
-	}
+	s.OpenedAt = c.at(h.br.openedAt)
 	if h.br.state == Open {
 		s.HalfOpenIn = time.Duration(max(h.br.halfOpenAt(recovery)-nowM, 0))
 	}
