@@ -1,0 +1,352 @@
+package storage
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jobIn puts a new job on host into state s through the public transitions.
+func jobIn(t *testing.T, db *DB, url string, s State) int64 {
+	t.Helper()
+	id := enqueueURLs(t, db, "a.example", url)[0]
+	if s == StateQueued {
+		return id
+	}
+	if s == StatePaused || s == StateCancelled {
+		_, err := db.SetJobState(bg, []int64{id}, s)
+		require.NoError(t, err)
+		return id
+	}
+	_, err := db.MarkActive(bg, id)
+	require.NoError(t, err)
+	switch s {
+	case StateDone:
+		require.NoError(t, db.MarkDone(bg, id, Done{File: "f", Bytes: 1, SHA256: "aa", Status: 200}))
+	case StateFailed:
+		require.NoError(t, db.MarkFailed(bg, id, "gone", 410))
+	}
+	return id
+}
+
+func TestEnqueue_J2_DuplicateInEveryState(t *testing.T) {
+	db, _ := openTest(t)
+	for _, s := range States {
+		t.Run(string(s), func(t *testing.T) {
+			url := "https://a.example/" + string(s)
+			id := jobIn(t, db, url, s)
+			res, err := db.Enqueue(bg, []NewJob{{URL: url, Host: "a.example"}})
+			require.NoError(t, err)
+			assert.Equal(t, 0, res.Queued)
+			assert.Equal(t, 1, res.Duplicates)
+			assert.Equal(t, []EnqueueItem{{ID: id, Duplicate: true, State: s}}, res.Items)
+			j, err := db.Job(bg, id)
+			require.NoError(t, err)
+			assert.Equal(t, s, j.State, "a duplicate leaves the job alone")
+		})
+	}
+}
+
+func TestEnqueue_J2_ReportsEachInput(t *testing.T) {
+	db, _ := openTest(t)
+	old := enqueueURLs(t, db, "a.example", "https://a.example/old")[0]
+	nb := time.Unix(1_700_000_000, 5)
+	res, err := db.Enqueue(bg, []NewJob{
+		{URL: "https://a.example/1", Host: "a.example", NotBefore: nb},
+		{URL: "https://a.example/old", Host: "a.example"},
+		{URL: "https://b.example/2", Host: "b.example"},
+		{URL: "https://a.example/1", Host: "a.example"}, // twice in one paste
+	})
+	require.NoError(t, err)
+	require.Len(t, res.Items, 4)
+	assert.Equal(t, 2, res.Queued)
+	assert.Equal(t, 2, res.Duplicates)
+	assert.False(t, res.Items[0].Duplicate)
+	assert.Equal(t, StateQueued, res.Items[0].State)
+	assert.Equal(t, EnqueueItem{ID: old, Duplicate: true, State: StateQueued}, res.Items[1])
+	assert.False(t, res.Items[2].Duplicate)
+	assert.Equal(t, EnqueueItem{ID: res.Items[0].ID, Duplicate: true, State: StateQueued}, res.Items[3])
+
+	j, err := db.JobByURL(bg, "https://a.example/1")
+	require.NoError(t, err)
+	assert.Equal(t, res.Items[0].ID, j.ID)
+	assert.Equal(t, "a.example", j.Host)
+	assert.True(t, nb.Equal(j.NotBefore))
+	assert.Equal(t, int64(-1), j.Size, "size unknown")
+
+	_, err = db.Enqueue(bg, []NewJob{{URL: "", Host: "a.example"}})
+	assert.Error(t, err, "empty URL")
+}
+
+func TestRequeue_J2_OnlyOnRequestAndOnlyFinishedJobs(t *testing.T) {
+	db, _ := openTest(t)
+	for _, s := range States {
+		t.Run(string(s), func(t *testing.T) {
+			id := jobIn(t, db, "https://r.example/"+string(s), s)
+			moved, err := db.Requeue(bg, []int64{id})
+			require.NoError(t, err)
+			j, err := db.Job(bg, id)
+			require.NoError(t, err)
+			switch s {
+			case StateDone, StateFailed, StateCancelled:
+				assert.Equal(t, []int64{id}, moved)
+				assert.Equal(t, StateQueued, j.State)
+				assert.Zero(t, j.Attempts, "fresh attempt budget")
+				assert.Empty(t, j.LastError)
+				assert.Empty(t, j.File)
+				assert.Empty(t, j.SHA256)
+			default:
+				assert.Empty(t, moved)
+				assert.Equal(t, s, j.State, "a live job is not requeued")
+			}
+		})
+	}
+}
+
+func TestTransitions_J3_AttemptsAndFields(t *testing.T) {
+	db, _ := openTest(t)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
+
+	n, err := db.MarkActive(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, db.SaveProgress(bg, id, Progress{Part: "f.part", Bytes: 100, Size: 1000, ETag: `"x"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT"}))
+	next := time.Unix(1_800_000_000, 0)
+	require.NoError(t, db.MarkQueued(bg, id, Retry{NotBefore: next, Err: "429", Status: 429, Throttled: true}))
+
+	j, err := db.Job(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+	assert.True(t, next.Equal(j.NotBefore))
+	assert.Equal(t, "429", j.LastError)
+	assert.Equal(t, 429, j.LastStatus)
+	assert.Equal(t, 1, j.Throttled)
+	assert.Equal(t, "f.part", j.Part)
+	assert.Equal(t, int64(100), j.Bytes)
+	assert.Equal(t, int64(1000), j.Size)
+	assert.Equal(t, `"x"`, j.ETag)
+	assert.Equal(t, "Wed, 21 Oct 2015 07:28:00 GMT", j.LastModified)
+
+	n, err = db.MarkActive(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n, "the second attempt")
+	require.NoError(t, db.MarkDone(bg, id, Done{File: "f", Bytes: 1000, SHA256: "abc", Status: 206}))
+	j, err = db.Job(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, StateDone, j.State)
+	assert.Equal(t, "f", j.File)
+	assert.Empty(t, j.Part, "the part became the file")
+	assert.Equal(t, int64(1000), j.Bytes)
+	assert.Equal(t, "abc", j.SHA256)
+	assert.Equal(t, 2, j.Attempts)
+}
+
+func TestTransitions_J3_RefusedInWrongState(t *testing.T) {
+	db, _ := openTest(t)
+	type call func(id int64) error
+	markActive := func(id int64) error { _, err := db.MarkActive(bg, id); return err }
+	markQueued := func(id int64) error { return db.MarkQueued(bg, id, Retry{}) }
+	markDone := func(id int64) error { return db.MarkDone(bg, id, Done{}) }
+	markFailed := func(id int64) error { return db.MarkFailed(bg, id, "x", 0) }
+	cases := []struct {
+		name string
+		from State
+		call call
+	}{
+		{"start a paused job", StatePaused, markActive},
+		{"start an active job", StateActive, markActive},
+		{"start a done job", StateDone, markActive},
+		{"retry a queued job", StateQueued, markQueued},
+		{"finish a cancelled job", StateCancelled, markDone},
+		{"finish a paused job", StatePaused, markDone},
+		{"fail a done job", StateDone, markFailed},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			id := jobIn(t, db, fmt.Sprintf("https://w.example/%d", i), c.from)
+			err := c.call(id)
+			assert.ErrorIs(t, err, ErrStateConflict)
+			j, err := db.Job(bg, id)
+			require.NoError(t, err)
+			assert.Equal(t, c.from, j.State, "nothing moved")
+		})
+	}
+	assert.ErrorIs(t, markActive(12345), ErrNotFound)
+	assert.ErrorIs(t, markDone(12345), ErrNotFound)
+	assert.ErrorIs(t, db.SaveProgress(bg, 12345, Progress{}), ErrNotFound)
+	_, err := db.Job(bg, 12345)
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestSetJobState_J3_UserActions(t *testing.T) {
+	cases := []struct {
+		from, to State
+		moves    bool
+	}{
+		{StateQueued, StatePaused, true},
+		{StateActive, StatePaused, true},
+		{StatePaused, StateQueued, true},
+		{StateQueued, StateCancelled, true},
+		{StateActive, StateCancelled, true},
+		{StatePaused, StateCancelled, true},
+		{StateDone, StatePaused, false},
+		{StateFailed, StateCancelled, false},
+		{StateDone, StateQueued, false},
+		{StateActive, StateQueued, false},
+	}
+	db, _ := openTest(t)
+	for i, c := range cases {
+		t.Run(fmt.Sprintf("%s to %s", c.from, c.to), func(t *testing.T) {
+			id := jobIn(t, db, fmt.Sprintf("https://s.example/%d", i), c.from)
+			changed, err := db.SetJobState(bg, []int64{id}, c.to)
+			require.NoError(t, err)
+			j, err := db.Job(bg, id)
+			require.NoError(t, err)
+			if c.moves {
+				assert.Equal(t, []int64{id}, changed)
+				assert.Equal(t, c.to, j.State)
+			} else {
+				assert.Empty(t, changed)
+				assert.Equal(t, c.from, j.State)
+			}
+		})
+	}
+	for _, to := range []State{StateActive, StateDone, StateFailed, "bogus"} {
+		_, err := db.SetJobState(bg, []int64{1}, to)
+		assert.Error(t, err, "cannot move to %s by hand", to)
+	}
+}
+
+func TestTransitions_J3_CommittedBeforeReturn(t *testing.T) {
+	db, path := openTest(t)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/x")[0]
+	_, err := db.MarkActive(bg, id)
+	require.NoError(t, err)
+	// Another connection, outside the DB, sees the transition at once.
+	raw := rawOpenRO(t, path)
+	var s State
+	require.NoError(t, raw.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&s))
+	assert.Equal(t, StateActive, s)
+}
+
+func TestOpen_S2_RecoversActiveJobsOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heed.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	ids := map[State]int64{}
+	for _, s := range States {
+		ids[s] = jobIn(t, db, "https://a.example/"+string(s), s)
+	}
+	second := jobIn(t, db, "https://a.example/active2", StateActive)
+	require.NoError(t, db.SaveProgress(bg, ids[StateActive], Progress{Part: "a.part", Bytes: 42, Size: 100, ETag: `"e"`}))
+	require.NoError(t, db.Close()) // Close does not touch states: as after a crash
+
+	db, err = Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	assert.Equal(t, int64(2), db.Recovered())
+	for _, s := range States {
+		j, err := db.Job(bg, ids[s])
+		require.NoError(t, err)
+		assert.Equal(t, afterCrash(s), j.State, "job that was %s", s)
+	}
+	j, err := db.Job(bg, ids[StateActive])
+	require.NoError(t, err)
+	assert.Equal(t, "a.part", j.Part)
+	assert.Equal(t, int64(42), j.Bytes)
+	assert.Equal(t, `"e"`, j.ETag)
+	j, err = db.Job(bg, second)
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+}
+
+func TestReads_JobsPageFiltersAndPages(t *testing.T) {
+	db, _ := openTest(t)
+	a := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3")
+	b := enqueueURLs(t, db, "b.example", "https://b.example/1")
+	_, err := db.SetJobState(bg, []int64{a[1]}, StatePaused)
+	require.NoError(t, err)
+
+	ids := func(js []Job) []int64 {
+		var out []int64
+		for _, j := range js {
+			out = append(out, j.ID)
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		f    JobFilter
+		want []int64
+	}{
+		{"all", JobFilter{}, append(append([]int64{}, a...), b...)},
+		{"host", JobFilter{Host: "a.example"}, a},
+		{"state", JobFilter{State: StatePaused}, []int64{a[1]}},
+		{"host and state", JobFilter{Host: "a.example", State: StateQueued}, []int64{a[0], a[2]}},
+		{"first page", JobFilter{Limit: 2}, a[:2]},
+		{"next page", JobFilter{AfterID: a[1], Limit: 2}, []int64{a[2], b[0]}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			js, err := db.JobsPage(bg, c.f)
+			require.NoError(t, err)
+			assert.Equal(t, c.want, ids(js))
+		})
+	}
+}
+
+func TestReads_DueAndQueuedOrder(t *testing.T) {
+	db, _ := openTest(t)
+	t0 := time.Unix(1_700_000_000, 0)
+	res, err := db.Enqueue(bg, []NewJob{
+		{URL: "https://b.example/late", Host: "b.example", NotBefore: t0.Add(3 * time.Second)},
+		{URL: "https://a.example/late", Host: "a.example", NotBefore: t0.Add(2 * time.Second)},
+		{URL: "https://b.example/early", Host: "b.example", NotBefore: t0},
+		{URL: "https://a.example/early", Host: "a.example", NotBefore: t0.Add(time.Second)},
+		{URL: "https://a.example/paused", Host: "a.example"},
+	})
+	require.NoError(t, err)
+	id := func(i int) int64 { return res.Items[i].ID }
+	_, err = db.SetJobState(bg, []int64{id(4)}, StatePaused)
+	require.NoError(t, err)
+
+	due, err := db.DueJobs(bg, 3)
+	require.NoError(t, err)
+	require.Len(t, due, 3)
+	assert.Equal(t, []int64{id(2), id(3), id(1)}, []int64{due[0].ID, due[1].ID, due[2].ID}, "soonest first")
+	assert.Equal(t, "b.example", due[0].Host)
+	assert.True(t, t0.Equal(due[0].NotBefore))
+
+	var got []int64
+	require.NoError(t, db.ForEachQueued(bg, func(id int64, host string, nb time.Time) error {
+		got = append(got, id)
+		return nil
+	}))
+	assert.Equal(t, []int64{id(3), id(1), id(2), id(0)}, got, "by host, then not-before; paused left out")
+
+	stop := fmt.Errorf("stop")
+	assert.ErrorIs(t, db.ForEachQueued(bg, func(int64, string, time.Time) error { return stop }), stop)
+}
+
+func TestReads_Counts(t *testing.T) {
+	db, _ := openTest(t)
+	jobIn(t, db, "https://a.example/1", StateDone)
+	jobIn(t, db, "https://a.example/2", StateFailed)
+	jobIn(t, db, "https://a.example/3", StateQueued)
+	enqueueURLs(t, db, "b.example", "https://b.example/1", "https://b.example/2")
+
+	byState, err := db.CountsByState(bg)
+	require.NoError(t, err)
+	assert.Equal(t, map[State]int64{StateDone: 1, StateFailed: 1, StateQueued: 3}, byState)
+
+	byHost, err := db.CountsByHost(bg)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]map[State]int64{
+		"a.example": {StateDone: 1, StateFailed: 1, StateQueued: 1},
+		"b.example": {StateQueued: 2},
+	}, byHost)
+}
