@@ -652,9 +652,13 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 		c.onResponse(h, ra, raOK, nowM)
 	}
 	failure := BreakerFailure(o.Class, o.Status)
-	success := !failure && o.Class != ClassCanceled
-	if d.Probe && o.Class == ClassCanceled {
-		failure = true // a cancelled probe proved nothing: count it failed (B3)
+	// A success is an HTTP response that is not a failure (404 is the URL's
+	// fault, not the host's). TLS, refusal, size and cancellation say
+	// nothing — except for a probe, which must prove the host healthy: a
+	// probe that got no good response (cancelled included) failed (B3).
+	success := !failure && o.Status > 0 && (o.Class == ClassNone || o.Class == ClassHTTPStatus)
+	if d.Probe && !success {
+		failure = true
 	}
 	if tr, changed := h.br.observe(d.breakerGen, d.Seq, failure, success, t.FailureThreshold, nowM); changed {
 		if tr.kind != 0 {
