@@ -55,8 +55,8 @@ const MaxHops = 10
 // Config configures a Fetcher. The zero value of every field but Dir is
 // usable:
 //
-//   - Dir is the download folder; it must exist. All writes go through an
-//     os.Root opened on it (F1).
+//   - Dir is the download folder, created if missing. All writes go through
+//     an os.Root opened on it (F1).
 //   - Version is Heed's version, used in the default User-Agent
 //     "Heed/<Version>" ("dev" when empty). UserAgent, when set, replaces that
 //     header entirely (N3).
@@ -208,6 +208,11 @@ type Fetcher struct {
 func New(cfg Config) (*Fetcher, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("fetch: no download folder")
+	}
+	// The folder itself is the user's choice; create it like aria2 does.
+	// Nothing is ever created outside it afterwards.
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("fetch: create download folder: %w", err)
 	}
 	root, err := os.OpenRoot(cfg.Dir)
 	if err != nil {

@@ -779,6 +779,7 @@ func TestFetch_E29_ResetMidBodyResumes(t *testing.T) {
 		fmt.Fprintf(conn, "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 300-999/1000\r\nContent-Length: 700\r\nETag: \"e1\"\r\n\r\n%s", content[300:])
 	})
 	res := e.do(base+"/f.bin", nil)
+	t.Logf("first attempt: %s: %v", res.Class, res.Err)
 	require.Contains(t, []Class{Transport, Truncated}, res.Class, "%v", res.Err)
 	assert.True(t, res.Retryable)
 	assert.Equal(t, "f.bin.part", res.Part)
@@ -854,7 +855,14 @@ func TestNew_N1_DefaultTransport(t *testing.T) {
 
 	_, err = New(Config{})
 	assert.Error(t, err)
-	_, err = New(Config{Dir: filepath.Join(t.TempDir(), "missing")})
+	missing := filepath.Join(t.TempDir(), "new", "downloads")
+	f2, err := New(Config{Dir: missing})
+	require.NoError(t, err, "the folder is created")
+	f2.Close()
+	assert.DirExists(t, missing)
+	notDir := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notDir, nil, 0o644))
+	_, err = New(Config{Dir: notDir})
 	assert.Error(t, err)
 }
 
@@ -862,4 +870,25 @@ func TestClass_String(t *testing.T) {
 	assert.Equal(t, "ok", OK.String())
 	assert.Equal(t, "resume-rejected", ResumeRejected.String())
 	assert.Equal(t, "class(99)", Class(99).String())
+}
+
+func BenchmarkFetch_Download32MiB(b *testing.B) {
+	content := strings.Repeat(body(1<<20), 32)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(content))
+	}))
+	defer ts.Close()
+	dir := b.TempDir()
+	f, err := New(Config{Dir: dir})
+	require.NoError(b, err)
+	defer f.Close()
+	u := mustURL(b, ts.URL+"/big.bin")
+	b.SetBytes(int64(len(content)))
+	for b.Loop() {
+		res := f.Do(context.Background(), Request{URL: u, Size: -1}, nil)
+		if !res.Done {
+			b.Fatal(res.Err)
+		}
+		os.Remove(filepath.Join(dir, res.File))
+	}
 }
