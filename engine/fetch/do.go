@@ -224,7 +224,7 @@ func (a *attempt) redirect(resp *http.Response) {
 // restarts from zero (C17, C19).
 func (a *attempt) full(resp *http.Response) {
 	total := resp.ContentLength
-	if !a.preflight(total, a.have) {
+	if !a.preflight(total, 0) {
 		return
 	}
 	a.res.ETag = resp.Header.Get("ETag")
@@ -273,7 +273,7 @@ func (a *attempt) partial(resp *http.Response) {
 		a.restart("resume rejected: " + why)
 		return
 	}
-	if !a.preflight(total, 0) {
+	if !a.preflight(total, a.have) {
 		return
 	}
 	if e := resp.Header.Get("ETag"); e != "" {
@@ -350,9 +350,10 @@ func (a *attempt) hashPart() bool {
 }
 
 // preflight refuses a download whose announced size exceeds the cap or the
-// free space before a byte is written (F8, B11). discard is the number of
-// bytes that will be freed by truncating the part first.
-func (a *attempt) preflight(total, discard int64) bool {
+// free space before a byte is written (F8, B11). keep is the number of bytes
+// of the part that stay (the rest of the part is truncated away first and
+// so counts as free).
+func (a *attempt) preflight(total, keep int64) bool {
 	if total < 0 {
 		return true
 	}
@@ -360,7 +361,7 @@ func (a *attempt) preflight(total, discard int64) bool {
 		a.fail(SizeLimit, false, fmt.Errorf("file is %d bytes, over the %d-byte size cap", total, a.f.maxSize))
 		return false
 	}
-	need := total - a.have
+	need, discard := total-keep, a.have-keep
 	if free, ok := a.free(); ok && need > free+discard {
 		a.fail(Disk, false, fmt.Errorf("file needs %d more bytes, only %d free", need, free+discard))
 		return false

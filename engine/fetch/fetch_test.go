@@ -365,6 +365,42 @@ func TestFetch_B11_ContentLengthOverLimitFailsBeforeWriting(t *testing.T) {
 	}
 }
 
+func TestFetch_F8_FreeSpaceCountsTheRestartedPart(t *testing.T) {
+	cases := []struct {
+		name   string
+		length int
+		class  Class
+		files  func(content string) map[string]string
+	}{
+		{"fits once the old part is dropped", 1700, OK, func(c string) map[string]string { return map[string]string{"f.bin": c} }},
+		{"does not fit", 1900, Disk, func(string) map[string]string { return map[string]string{"f.bin.part": body(800)} }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) { c.FreeSpace = func() (int64, error) { return 1000, nil } })
+			content := strings.ToUpper(body(tc.length))
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, content) // 200: Range ignored, the part restarts
+			}))
+			defer ts.Close()
+			e.writePart("f.bin.part", body(800))
+			res := e.do(ts.URL+"/f.bin", func(r *Request) { r.Part = "f.bin.part"; r.ETag = `"v"` })
+			assert.Equal(t, tc.class, res.Class, "%v", res.Err)
+			assert.Equal(t, tc.files(content), e.files())
+		})
+	}
+}
+
+func TestFetch_F8_ResumeNeedsOnlyTheRest(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.FreeSpace = func() (int64, error) { return 1000, nil } })
+	content := body(1800)
+	ts, _ := serveFile(t, content, `"v"`, nil)
+	e.writePart("f.bin.part", content[:1000])
+	res := e.do(ts.URL+"/f.bin", func(r *Request) { r.Part = "f.bin.part"; r.ETag = `"v"` })
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
+}
+
 // endless serves a chunked body that never ends.
 func endless(t *testing.T) *httptest.Server {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
