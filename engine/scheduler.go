@@ -427,10 +427,7 @@ func (c *Core) cleanTop(h *host) {
 // host's gate, breaker, tokens, spacing) (R4).
 func (c *Core) Add(id int64, host string, notBefore time.Time) {
 	c.mu.Lock()
-	now := notBefore
-	if now.IsZero() {
-		now = c.clock()
-	}
+	now := c.clock()
 	nowM := c.mono(now)
 	if old, ok := c.jobs[id]; ok {
 		oh := c.hosts[old.host]
@@ -627,9 +624,9 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 	if i := slices.Index(h.abandoned, d.Seq); i >= 0 {
 		h.abandoned = slices.Delete(h.abandoned, i, i+1) // slot already released (B3)
 	} else {
-		h.inflight--
+		h.inflight = max(h.inflight-1, 0) // a repeated Observe must not go negative
 		if !d.Hop {
-			c.inflight--
+			c.inflight = max(c.inflight-1, 0)
 		}
 	}
 	if o.Class == ClassNone && o.Status == 0 {

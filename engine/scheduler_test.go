@@ -171,6 +171,13 @@ func TestScheduler_AddRemove(t *testing.T) {
 	assert.Equal(t, map[int64]string{1: "a", 3: "b"}, ids)
 	assert.Equal(t, 0, h.c.Queued())
 
+	// A job added for later does not hold back one that is due now (R4).
+	h.c.Add(7, "d", h.now.Add(time.Hour))
+	h.c.Add(8, "d", time.Time{})
+	assert.Equal(t, int64(8), h.mustNext().JobID)
+	assert.Equal(t, h.now.Add(time.Hour), h.none())
+	assert.True(t, h.c.Remove(7))
+
 	// Many removals compact the queue.
 	h.addN("c", 100, 500)
 	for i := 100; i < 590; i++ {
