@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -397,5 +398,37 @@ func BenchmarkSnapshot(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		buf = c.SnapshotInto(buf, t0)
+	}
+}
+
+// BenchmarkScale queues 1,000,000 jobs over 100,000 hosts, then dispatches
+// and observes 100,000 requests; it reports heap bytes per queued job.
+func BenchmarkScale(b *testing.B) {
+	for range b.N {
+		now := t0
+		c := NewCore(Config{Seed: 1, GlobalInflight: 1 << 20, Now: func() time.Time { return now }})
+		keys := make([]string, 100000)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("host-%06d.example", i)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for j := range 1000000 {
+			c.Add(int64(j), keys[j%len(keys)], time.Time{})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/1e6, "bytes/job")
+		for n := 0; n < 100000; {
+			d, ok, wake := c.Next(now)
+			if !ok {
+				now = wake
+				continue
+			}
+			c.Observe(d, Outcome{Status: 200, Attempts: 1}, now)
+			n++
+		}
+		runtime.KeepAlive(c)
 	}
 }
