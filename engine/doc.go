@@ -21,6 +21,9 @@
 //	scheduler.go   Core: jobs, dispatch, results, controls (L1–L3)
 //	snapshot.go    what the UI shows (G11)
 //	persist.go     export and restore across restarts (G10, B6, S4)
+//	engine.go      Engine: the download loop over Core, fetch and a Store (§5, §6)
+//	store.go       Store: what the engine keeps durable, implemented by storage
 //
-// The fetcher lives in engine/fetch and maps its errors onto ErrClass.
+// The fetcher lives in engine/fetch; Engine maps its classes onto ErrClass.
+// The loopback demo hosts used by tests and `heed demo` live in engine/demo.
 package engine

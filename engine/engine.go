@@ -1,0 +1,667 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"heed/engine/fetch"
+)
+
+// Options configure an Engine. Zero values select the documented defaults.
+type Options struct {
+	// Dir is the download folder; every byte is written inside it (F1).
+	Dir string
+	// Version names Heed in the User-Agent (N3); UserAgent replaces it whole.
+	Version   string
+	UserAgent string
+	// Defaults are the tunables of hosts nobody configured (DefaultTunables()).
+	Defaults Tunables
+	// Workers is the global in-flight cap (L1, 16).
+	Workers int
+	// GlobalRatePerSec caps requests per second across hosts (L2, 0 = off).
+	GlobalRatePerSec float64
+	// BandwidthBytesPerSec caps download bytes per second (L2, 0 = off).
+	BandwidthBytesPerSec int64
+	// MaxSize is an optional cap on one file's size (F8, 0 = none).
+	MaxSize int64
+	// AllowDowngrade lets a redirect go from https to http (N2).
+	AllowDowngrade bool
+	// Seed seeds the politeness core's randomness; 0 picks one from the clock.
+	Seed int64
+	// Fetch overrides timeouts and the transport of the fetcher; its Dir,
+	// Version, UserAgent, MaxSize, AllowDowngrade and Bandwidth are set from
+	// the fields above.
+	Fetch fetch.Config
+	// OnEvent, when set, sees every host event after it is stored.
+	OnEvent func(Event)
+	// OnJob, when set, is told how each attempt of a job ended. It runs on
+	// the attempt's goroutine and must be quick.
+	OnJob func(JobEnd)
+	// Log receives what the engine cannot hand to anyone else (storage
+	// errors while recording history). slog.Default when nil.
+	Log *slog.Logger
+}
+
+// Engine downloads queued jobs: it takes due jobs from the politeness core,
+// fetches them, records every attempt and transition in the Store, and keeps
+// each host's politeness state persisted so a restart resumes exactly
+// (G10, B6). Run drives it; the window and the command line read Snapshot
+// and Active and call its commands from any goroutine.
+type Engine struct {
+	opt   Options
+	core  *Core
+	store Store
+	fetch *fetch.Fetcher
+	bw    *rate.Limiter
+	log   *slog.Logger
+
+	running atomic.Int64  // attempts in progress
+	done    chan struct{} // an attempt ended (buffered 1)
+
+	mu     sync.Mutex
+	active map[int64]*activeJob
+}
+
+// activeJob is a download in progress.
+type activeJob struct {
+	info   Active
+	bytes  atomic.Int64
+	cancel context.CancelCauseFunc
+}
+
+// Active describes a download in progress, for the window and the CLI.
+type Active struct {
+	JobID   int64
+	URL     string
+	Host    string
+	Attempt int
+	Started time.Time
+	Bytes   int64 // bytes on disk so far, resumed bytes included
+	// StartBytes is what was on disk when the attempt started, so that
+	// (Bytes−StartBytes)/elapsed is this attempt's speed.
+	StartBytes int64
+	Size       int64 // expected total, -1 unknown
+}
+
+// JobEnd says how one attempt of a job ended, for progress displays.
+type JobEnd struct {
+	ID        int64
+	URL       string
+	Host      string
+	Outcome   string // ok, retry, throttled, failed, canceled
+	File      string // when ok: the final name in the download folder
+	Bytes     int64
+	SHA256    string
+	Err       string    // why it did not complete
+	NotBefore time.Time // retry, throttled: the earliest next try
+}
+
+// errUserStop is the cancellation cause when a person paused or cancelled a job.
+var errUserStop = errors.New("stopped by the user")
+
+// New builds an engine over store: it restores every host's persisted
+// politeness state and queues every queued job into the scheduler.
+func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	if opt.Seed == 0 {
+		opt.Seed = time.Now().UnixNano()
+	}
+	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1), active: map[int64]*activeJob{}}
+	if opt.BandwidthBytesPerSec > 0 {
+		e.bw = rate.NewLimiter(rate.Limit(opt.BandwidthBytesPerSec), bwBurst(opt.BandwidthBytesPerSec))
+	} else {
+		e.bw = rate.NewLimiter(rate.Inf, 1)
+	}
+	e.core = NewCore(Config{
+		Defaults:             opt.Defaults,
+		GlobalInflight:       opt.Workers,
+		GlobalRatePerSec:     opt.GlobalRatePerSec,
+		BandwidthBytesPerSec: opt.BandwidthBytesPerSec,
+		Seed:                 opt.Seed,
+		OnEvent:              e.onEvent,
+	})
+	fc := opt.Fetch
+	fc.Dir, fc.Version, fc.UserAgent = opt.Dir, opt.Version, opt.UserAgent
+	fc.MaxSize, fc.AllowDowngrade, fc.Bandwidth = opt.MaxSize, opt.AllowDowngrade, e.bw
+	f, err := fetch.New(fc)
+	if err != nil {
+		return nil, err
+	}
+	e.fetch = f
+	hosts, err := store.LoadHosts(ctx)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("loading hosts: %w", err)
+	}
+	now := time.Now()
+	for _, h := range hosts {
+		e.core.RestoreHost(h, now)
+	}
+	err = store.ForEachQueued(ctx, func(id int64, host string, notBefore time.Time) error {
+		e.core.Add(id, host, notBefore)
+		return nil
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("loading the queue: %w", err)
+	}
+	e.core.DirtyHosts() // what was just restored is already on disk
+	return e, nil
+}
+
+// bwBurst is the bucket size of the bandwidth limiter: a tenth of a second
+// of bytes, at least one read buffer.
+func bwBurst(bps int64) int { return int(max(min(bps/10, math.MaxInt32), 64<<10)) }
+
+// Core is the politeness core, for Snapshot and host commands (pause,
+// retune, breaker actions). Changes made through it are persisted by Run.
+func (e *Engine) Core() *Core { return e.core }
+
+// Close releases the fetcher. Call it after Run returned.
+func (e *Engine) Close() error { return e.fetch.Close() }
+
+// SetBandwidth changes the global bandwidth cap live (L2); 0 removes it.
+func (e *Engine) SetBandwidth(bps int64) {
+	if bps <= 0 {
+		e.bw.SetLimit(rate.Inf)
+	} else {
+		e.bw.SetBurst(bwBurst(bps))
+		e.bw.SetLimit(rate.Limit(bps))
+	}
+	e.core.SetBandwidth(bps)
+}
+
+func (e *Engine) onEvent(ev Event) {
+	if err := e.store.AppendEvent(ev); err != nil {
+		e.log.Error("recording a host event", "host", ev.Host, "err", err)
+	}
+	if e.opt.OnEvent != nil {
+		e.opt.OnEvent(ev)
+	}
+}
+
+// Run dispatches jobs until ctx ends, then cancels what is in flight
+// (keeping the partial files), waits for it, persists everything and
+// returns ctx's error.
+func (e *Engine) Run(ctx context.Context) error { return e.run(ctx, false) }
+
+// RunUntilIdle is Run for the command line: it returns nil once nothing is
+// runnable — no job in flight and none queued, or every queued job held by
+// a paused host.
+func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, true) }
+
+func (e *Engine) run(ctx context.Context, untilIdle bool) error {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		e.persistHosts()
+		var wake time.Time
+		for ctx.Err() == nil {
+			d, ok, w := e.core.Next(time.Now())
+			if !ok {
+				wake = w
+				break
+			}
+			e.running.Add(1)
+			go e.attempt(ctx, d)
+		}
+		if untilIdle && wake.IsZero() && e.running.Load() == 0 {
+			return e.stop(nil)
+		}
+		var tick <-chan time.Time
+		if !wake.IsZero() {
+			timer.Reset(time.Until(wake))
+			tick = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return e.stop(ctx.Err())
+		case <-e.core.Changed():
+		case <-e.done:
+		case <-tick:
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// stop waits for the attempts in flight (cancelled with ctx, if it ended),
+// then writes every host's state and all batched records.
+func (e *Engine) stop(err error) error {
+	for e.running.Load() > 0 {
+		<-e.done
+	}
+	e.persistHosts()
+	if ferr := e.store.Flush(context.Background()); ferr != nil && err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// persistHosts writes the hosts whose politeness state changed (G10, B6).
+func (e *Engine) persistHosts() {
+	for _, h := range e.core.DirtyHosts() {
+		if s, ok := e.core.ExportHost(h); ok {
+			if err := e.store.SaveHost(s); err != nil {
+				e.log.Error("saving host state", "host", h, "err", err)
+			}
+		}
+	}
+}
+
+// finished marks an attempt goroutine as ended and wakes the loop.
+func (e *Engine) finished() {
+	e.running.Add(-1)
+	select {
+	case e.done <- struct{}{}:
+	default:
+	}
+}
+
+// attempt runs one attempt of a job (redirect hops included) on dispatch d
+// and moves the job to its next state.
+func (e *Engine) attempt(ctx context.Context, d Dispatch) {
+	defer e.finished()
+	job, err := e.store.Job(ctx, d.JobID)
+	if err == nil && job.State != JobQueued {
+		err = ErrNotQueued
+	}
+	var n int
+	if err == nil {
+		n, err = e.store.MarkActive(ctx, d.JobID) // persisted before acted on (J3)
+	}
+	if err != nil {
+		e.core.Observe(d, Outcome{Class: ClassCanceled}, time.Now())
+		if !errors.Is(err, ErrNotQueued) && ctx.Err() == nil {
+			e.log.Error("starting a job", "job", d.JobID, "err", err)
+		}
+		return
+	}
+	userURL, err := url.Parse(job.URL)
+	if err != nil { // cannot happen for a URL that was accepted at input
+		e.core.Observe(d, Outcome{Class: ClassRefused, Err: err}, time.Now())
+		e.finish(job, n, d, Decision{Fail: true, Reason: err.Error()}, fetch.Result{}, time.Now(), job.URL, "failed")
+		return
+	}
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	a := &activeJob{cancel: cancel, info: Active{JobID: job.ID, URL: job.URL, Host: job.Host, Attempt: n,
+		Started: time.Now(), StartBytes: job.Resume.Bytes, Size: job.Resume.Size}}
+	a.bytes.Store(job.Resume.Bytes)
+	e.mu.Lock()
+	e.active[job.ID] = a
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.active, job.ID)
+		e.mu.Unlock()
+	}()
+
+	req := fetch.Request{URL: userURL, UserURL: userURL, Part: job.Resume.Part, ETag: job.Resume.ETag,
+		LastModified: job.Resume.LastModified, Size: job.Resume.Size}
+	if req.Part == "" {
+		req.Size = -1
+	}
+	var lastBeat time.Time
+	progress := func(n int64) {
+		a.bytes.Store(n)
+		if d.Probe { // a half-open probe that moves bytes is alive (B3)
+			if now := time.Now(); now.Sub(lastBeat) > time.Second {
+				lastBeat = now
+				e.core.Heartbeat(d, now)
+			}
+		}
+	}
+	for {
+		start := time.Now()
+		res := e.fetch.Do(jctx, req, progress)
+		end := time.Now()
+		out := Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res), Err: res.Err,
+			Attempts: n - job.Throttled}
+		dec := e.core.Observe(d, out, end)
+		var next *url.URL // the same attempt goes on with another request
+		switch {
+		case res.Redirect != nil && res.Class == fetch.OK:
+			next = res.Redirect
+		case res.Class == fetch.ResumeRejected:
+			// The server's range did not fit the part, which the fetcher
+			// emptied: ask again from zero (F5), paced like any request.
+			next = req.URL
+		}
+		if next != nil {
+			label := "redirect"
+			if res.Redirect == nil {
+				label = "restart"
+			}
+			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
+			hop, err := e.acquireHop(jctx, next)
+			if err != nil {
+				e.finish(job, n, d, Decision{}, res, end, next.String(), "canceled")
+				return
+			}
+			d = hop
+			if next != req.URL {
+				req.Hop++
+			}
+			req.URL = next
+			req.Part, req.ETag, req.LastModified, req.Size = res.Part, res.ETag, res.LastModified, res.Size
+			continue
+		}
+		outcome := "failed"
+		switch {
+		case res.Done:
+			outcome = "ok"
+		case jctx.Err() != nil:
+			outcome = "canceled"
+		case dec.Throttled:
+			outcome = "throttled"
+		case dec.Retry:
+			outcome = "retry"
+		}
+		e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome)
+		e.finish(job, n, d, dec, res, end, req.URL.String(), outcome)
+		return
+	}
+}
+
+// acquireHop waits until the redirect target's host may take a request
+// (N2: a hop goes through that host's governor and breaker too).
+func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, error) {
+	host, err := HostKeyOf(target)
+	if err != nil {
+		return Dispatch{}, err
+	}
+	for {
+		d, ok, wake := e.core.AcquireHop(host, time.Now())
+		if ok {
+			return d, nil
+		}
+		wait := 250 * time.Millisecond // a paused host: look again now and then
+		if !wake.IsZero() {
+			wait = max(time.Until(wake), 0)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Dispatch{}, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// finish moves the job to the state its attempt earned and, for a retry,
+// queues it again behind its delay and its host's gate (R4).
+func (e *Engine) finish(job JobRecord, n int, d Dispatch, dec Decision, res fetch.Result, end time.Time, lastURL, outcome string) {
+	ctx := context.Background() // the transition must land even while stopping
+	resume := Resume{Part: res.Part, Bytes: res.Bytes, Size: res.Size, ETag: res.ETag, LastModified: res.LastModified}
+	var err error
+	switch outcome {
+	case "ok":
+		err = e.store.MarkDone(ctx, job.ID, Completed{File: res.File, Bytes: res.Bytes, SHA256: res.SHA256, Status: res.Status})
+	case "canceled":
+		// Paused or cancelled by the person (state already set), or Heed is
+		// stopping: keep the part for resume, and requeue unless the person
+		// moved the job elsewhere.
+		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
+			err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: end, Err: "interrupted", Resume: resume})
+			if errors.Is(err, ErrNotQueued) {
+				err = nil
+			}
+		}
+	case "retry", "throttled":
+		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason,
+			Status: res.Status, Throttled: dec.Throttled, Resume: resume})
+		if err == nil {
+			e.core.Add(job.ID, job.Host, dec.NotBefore)
+		}
+	default:
+		reason := dec.Reason
+		if reason == "" {
+			reason = fmt.Sprintf("download of %s did not complete (%s)", lastURL, res.Class)
+		}
+		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
+			err = e.store.MarkFailed(ctx, job.ID, reason, res.Status)
+		}
+	}
+	if err != nil {
+		e.log.Error("recording a job's state", "job", job.ID, "outcome", outcome, "err", err)
+	}
+	if e.opt.OnJob != nil {
+		end := JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File, Bytes: res.Bytes,
+			SHA256: res.SHA256, NotBefore: dec.NotBefore}
+		if outcome != "ok" {
+			end.Err = dec.Reason
+			if end.Err == "" && res.Err != nil {
+				end.Err = res.Err.Error()
+			}
+		}
+		e.opt.OnJob(end)
+	}
+}
+
+// record adds one exchange to history (S3).
+func (e *Engine) record(job JobRecord, n int, u, host string, start, end time.Time, res fetch.Result, dec Decision, outcome string) {
+	ra, _ := ParseRetryAfter(res.RetryAfter, end)
+	errText := ""
+	if res.Err != nil {
+		errText = res.Err.Error()
+	} else if outcome != "ok" && outcome != "redirect" {
+		errText = dec.Reason
+	}
+	err := e.store.RecordAttempt(AttemptRecord{JobID: job.ID, URL: u, Host: host, Attempt: n, StartedAt: start,
+		Duration: end.Sub(start), Status: res.Status, Outcome: outcome, Bytes: res.Bytes, Err: errText,
+		RetryAfter: ra, Level: dec.Level, Breaker: dec.Breaker})
+	if err != nil {
+		e.log.Error("recording an attempt", "job", job.ID, "err", err)
+	}
+}
+
+// classOf maps the fetcher's outcome classes onto the core's (R2, B1).
+func classOf(res fetch.Result) ErrClass {
+	switch res.Class {
+	case fetch.OK, fetch.ResumeRejected: // a rejected resume is still a good response
+		return ClassNone
+	case fetch.HTTPStatus:
+		return ClassHTTPStatus
+	case fetch.Transport:
+		return ClassTransport
+	case fetch.Timeout:
+		return ClassTimeout
+	case fetch.TLS:
+		return ClassTLS
+	case fetch.Refused, fetch.Redirects:
+		return ClassRefused
+	case fetch.Confinement:
+		return ClassConfinement
+	case fetch.SizeLimit, fetch.Disk:
+		return ClassSizeLimit
+	case fetch.Truncated:
+		return ClassTruncated
+	case fetch.Canceled:
+		return ClassCanceled
+	}
+	return ClassTransport
+}
+
+// Active lists the downloads in progress, oldest first.
+func (e *Engine) Active() []Active {
+	e.mu.Lock()
+	out := make([]Active, 0, len(e.active))
+	for _, a := range e.active {
+		info := a.info
+		info.Bytes = a.bytes.Load()
+		out = append(out, info)
+	}
+	e.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].JobID < out[j].JobID })
+	return out
+}
+
+// AddReport says what Add did with a paste (U4, J1, J2).
+type AddReport struct {
+	Queued     []int64
+	Duplicates []string
+	Rejected   []fetch.Reject
+}
+
+// Add parses text (URLs separated by whitespace or lines), queues the new
+// ones (after commit, S2) and reports duplicates and rejected lines.
+func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
+	urls, rejects := fetch.ParseURLList(text)
+	rep := AddReport{Rejected: rejects}
+	jobs := make([]NewJob, 0, len(urls))
+	for i, u := range urls {
+		host, err := HostKeyOf(u)
+		if err != nil {
+			rep.Rejected = append(rep.Rejected, fetch.Reject{Line: 0, Text: u.String(), Reason: err.Error()})
+			continue
+		}
+		jobs = append(jobs, NewJob{URL: urls[i].String(), Host: host})
+	}
+	items, err := e.store.Enqueue(ctx, jobs)
+	if err != nil {
+		return rep, err
+	}
+	now := time.Now()
+	for i, it := range items {
+		if it.Duplicate {
+			rep.Duplicates = append(rep.Duplicates, jobs[i].URL)
+			continue
+		}
+		rep.Queued = append(rep.Queued, it.ID)
+		e.core.Add(it.ID, jobs[i].Host, now)
+	}
+	return rep, nil
+}
+
+// Retry queues done, failed or cancelled jobs again with a fresh attempt
+// budget (R5, J2).
+func (e *Engine) Retry(ctx context.Context, ids []int64) ([]int64, error) {
+	changed, err := e.store.Requeue(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	return changed, e.requeue(ctx, changed)
+}
+
+// RetryURLs is Retry for jobs named by URL (get --again).
+func (e *Engine) RetryURLs(ctx context.Context, urls []string) ([]int64, error) {
+	ids, err := e.store.JobIDsByURL(ctx, urls)
+	if err != nil {
+		return nil, err
+	}
+	return e.Retry(ctx, ids)
+}
+
+// requeue puts jobs that storage now has as queued into the scheduler.
+func (e *Engine) requeue(ctx context.Context, ids []int64) error {
+	now := time.Now()
+	for _, id := range ids {
+		j, err := e.store.Job(ctx, id)
+		if err != nil {
+			return err
+		}
+		e.core.Add(id, j.Host, now)
+	}
+	return nil
+}
+
+// Pause holds jobs (J3): queued ones leave the scheduler, active ones are
+// stopped with their partial file kept.
+func (e *Engine) Pause(ctx context.Context, ids []int64) ([]int64, error) {
+	return e.hold(ctx, ids, JobPaused)
+}
+
+// Cancel cancels jobs: they leave the scheduler and stop if active.
+func (e *Engine) Cancel(ctx context.Context, ids []int64) ([]int64, error) {
+	return e.hold(ctx, ids, JobCancelled)
+}
+
+func (e *Engine) hold(ctx context.Context, ids []int64, to JobState) ([]int64, error) {
+	changed, err := e.store.SetJobState(ctx, ids, to)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range changed {
+		e.core.Remove(id)
+		e.mu.Lock()
+		if a := e.active[id]; a != nil {
+			a.cancel(errUserStop)
+		}
+		e.mu.Unlock()
+	}
+	return changed, nil
+}
+
+// Resume lets paused jobs run again.
+func (e *Engine) Resume(ctx context.Context, ids []int64) ([]int64, error) {
+	changed, err := e.store.SetJobState(ctx, ids, JobQueued)
+	if err != nil {
+		return nil, err
+	}
+	return changed, e.requeue(ctx, changed)
+}
+
+// HostEdit is a host's stored state after EditHost, with the tunables it
+// runs with (its own, or the defaults).
+type HostEdit struct {
+	HostState
+	Effective Tunables
+}
+
+// EditHost changes one host's stored politeness state without running
+// the engine (the command line's heed host): it restores every host from
+// store, lets edit act on a core, then stores what changed and the events
+// the actions produced.
+func EditHost(ctx context.Context, store Store, host string, edit func(*Core)) (HostEdit, error) {
+	var events []Event
+	core := NewCore(Config{OnEvent: func(ev Event) { events = append(events, ev) }})
+	hosts, err := store.LoadHosts(ctx)
+	if err != nil {
+		return HostEdit{}, err
+	}
+	now := time.Now()
+	for _, h := range hosts {
+		core.RestoreHost(h, now)
+	}
+	core.Add(0, host, now) // make sure the host exists
+	core.Remove(0)
+	core.DirtyHosts()
+	edit(core)
+	for _, h := range core.DirtyHosts() {
+		if s, ok := core.ExportHost(h); ok {
+			if err := store.SaveHost(s); err != nil {
+				return HostEdit{}, err
+			}
+		}
+	}
+	for _, ev := range events {
+		if err := store.AppendEvent(ev); err != nil {
+			return HostEdit{}, err
+		}
+	}
+	if err := store.Flush(ctx); err != nil {
+		return HostEdit{}, err
+	}
+	s, _ := core.ExportHost(host)
+	t, _ := core.HostTunables(host)
+	return HostEdit{HostState: s, Effective: t}, nil
+}

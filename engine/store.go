@@ -1,0 +1,131 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Store is everything the engine keeps durable. The engine defines it and
+// the storage package implements it (storage.EngineStore), so the engine
+// never speaks SQL and can be tested with any Store.
+//
+// Job transitions (MarkActive, MarkQueued, MarkDone, MarkFailed) must be
+// committed when they return: the engine acts on a transition only after it
+// is on disk (J3). RecordAttempt, SaveHost and AppendEvent may be batched
+// (S5); Flush waits for them.
+type Store interface {
+	// Enqueue adds URLs that have no job yet and reports, in input order,
+	// which were queued and which already had a job (J2). It returns after
+	// commit (S2).
+	Enqueue(ctx context.Context, jobs []NewJob) ([]Enqueued, error)
+	// Requeue gives done, failed or cancelled jobs a fresh attempt budget (R5).
+	Requeue(ctx context.Context, ids []int64) ([]int64, error)
+	// JobIDsByURL returns the ids of the jobs of these URLs (unknown ones skipped).
+	JobIDsByURL(ctx context.Context, urls []string) ([]int64, error)
+	// ForEachQueued calls fn for every queued job, to fill the scheduler.
+	ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error
+	// Job returns one job.
+	Job(ctx context.Context, id int64) (JobRecord, error)
+	// MarkActive moves a queued job to active and returns its attempts so
+	// far, this one included. ErrNotQueued when the job is no longer queued.
+	MarkActive(ctx context.Context, id int64) (attempts int, err error)
+	MarkQueued(ctx context.Context, id int64, r Requeued) error
+	MarkDone(ctx context.Context, id int64, d Completed) error
+	MarkFailed(ctx context.Context, id int64, reason string, status int) error
+	// SaveResume records what is on disk of a download, for resume (F5).
+	SaveResume(ctx context.Context, id int64, r Resume) error
+	// SetJobState applies pause (paused), resume (queued) or cancel
+	// (cancelled) and returns the ids that changed.
+	SetJobState(ctx context.Context, ids []int64, to JobState) ([]int64, error)
+
+	RecordAttempt(a AttemptRecord) error
+	SaveHost(s HostState) error
+	AppendEvent(e Event) error
+	LoadHosts(ctx context.Context) ([]HostState, error)
+	Flush(ctx context.Context) error
+}
+
+// ErrNotQueued is what a Store's MarkActive returns (wrapped) when the job
+// was paused or cancelled between being scheduled and being started.
+var ErrNotQueued = errors.New("job is not queued")
+
+// JobState is a job's state (J3).
+type JobState string
+
+// The job states of J3.
+const (
+	JobQueued    JobState = "queued"
+	JobActive    JobState = "active"
+	JobPaused    JobState = "paused"
+	JobDone      JobState = "done"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// NewJob is a URL to queue, with its host key.
+type NewJob struct {
+	URL  string
+	Host string
+}
+
+// Enqueued says what Enqueue did with one URL.
+type Enqueued struct {
+	ID        int64
+	Duplicate bool     // the URL already had a job, left as it was
+	State     JobState // the job's state
+}
+
+// JobRecord is what the engine reads of a job before an attempt.
+type JobRecord struct {
+	ID        int64
+	URL       string
+	Host      string
+	State     JobState
+	Attempts  int // attempts started, throttled ones included
+	Throttled int // throttle responses (R3: they use no attempt)
+	Resume    Resume
+}
+
+// Resume is the partial download a job has on disk (F5).
+type Resume struct {
+	Part         string // partial file name in the download folder, "" if none
+	Bytes        int64
+	Size         int64 // expected total, -1 unknown
+	ETag         string
+	LastModified string
+}
+
+// Requeued is why and until when an active job goes back to the queue.
+type Requeued struct {
+	NotBefore time.Time
+	Err       string
+	Status    int
+	Throttled bool // a throttle response: counted apart from attempts (R3)
+	Resume    Resume
+}
+
+// Completed describes a finished download.
+type Completed struct {
+	File   string // final name in the download folder
+	Bytes  int64
+	SHA256 string
+	Status int
+}
+
+// AttemptRecord is one line of history (S3).
+type AttemptRecord struct {
+	JobID      int64
+	URL        string // the URL requested: a redirect hop's target for hops
+	Host       string
+	Attempt    int
+	StartedAt  time.Time
+	Duration   time.Duration
+	Status     int
+	Outcome    string // ok, retry, throttled, failed, redirect, canceled
+	Bytes      int64
+	Err        string
+	RetryAfter time.Duration
+	Level      int
+	Breaker    BreakerState
+}
