@@ -55,14 +55,19 @@ type HistoryFilter struct {
 const attemptCols = `id, job_id, url, host, attempt, started_at, duration_ns, status, outcome, bytes,
 	error, retry_after_ms, backoff_level, breaker_state`
 
-func (db *DB) forEachAttempt(ctx context.Context, f HistoryFilter, fn func(Attempt) error) error {
+func (f HistoryFilter) query() (string, []any) {
 	var where []string
 	var args []any
 	if f.Host != "" {
 		where, args = append(where, "host = ?"), append(args, f.Host)
 	}
 	if f.Outcome != "" {
-		where, args = append(where, "outcome = ?"), append(args, f.Outcome)
+		if f.Host != "" {
+			// A host's history is usually the smaller set: keep SQLite on attempts_host.
+			where, args = append(where, "+outcome = ?"), append(args, f.Outcome)
+		} else {
+			where, args = append(where, "outcome = ?"), append(args, f.Outcome)
+		}
 	}
 	if f.JobID != 0 {
 		where, args = append(where, "job_id = ?"), append(args, f.JobID)
@@ -79,6 +84,11 @@ func (db *DB) forEachAttempt(ctx context.Context, f HistoryFilter, fn func(Attem
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
+	return q, args
+}
+
+func (db *DB) forEachAttempt(ctx context.Context, f HistoryFilter, fn func(Attempt) error) error {
+	q, args := f.query()
 	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return err

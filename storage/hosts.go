@@ -105,13 +105,14 @@ func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 	return out, rows.Err()
 }
 
+const qHostEvents = `SELECT id, host, at, kind, detail FROM host_events WHERE host = ? ORDER BY id DESC LIMIT ?`
+
 // HostEvents returns up to limit events of host, newest first (limit 0 = all).
 func (db *DB) HostEvents(ctx context.Context, host string, limit int) ([]HostEvent, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT id, host, at, kind, detail FROM host_events
-		WHERE host = ? ORDER BY id DESC LIMIT ?`, host, limit)
+	rows, err := db.r.QueryContext(ctx, qHostEvents, host, limit)
 	if err != nil {
 		return nil, err
 	}

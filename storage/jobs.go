@@ -355,8 +355,16 @@ type JobFilter struct {
 func (f JobFilter) query(cols string) (string, []any) {
 	var where []string
 	var args []any
-	if f.State != "" {
+	switch {
+	case f.State != "" && f.Host == "":
+		// Walk the primary key from AfterID and filter ("+" keeps SQLite off the state index,
+		// which would sort every job in that state for each page).
+		where, args = append(where, "+state = ?"), append(args, string(f.State))
+	case f.State != "":
 		where, args = append(where, "state = ?"), append(args, string(f.State))
+	case f.Host != "":
+		// Lets SQLite find a host's jobs through jobs_state_host_due, one seek per state.
+		where = append(where, "state IN ('queued', 'active', 'paused', 'done', 'failed', 'cancelled')")
 	}
 	if f.Host != "" {
 		where, args = append(where, "host = ?"), append(args, f.Host)
@@ -402,6 +410,19 @@ func (db *DB) forEachJob(ctx context.Context, f JobFilter, fn func(Job) error) e
 	return rows.Err()
 }
 
+// The scheduler's and the window's queries; TestQueryPlans_IndexesForScale holds their plans.
+const (
+	qDueJobs = `SELECT id, host, not_before FROM jobs INDEXED BY jobs_due
+		WHERE state = 'queued' ORDER BY not_before, id LIMIT ?`
+	qHostDueJobs = `SELECT id, host, not_before FROM jobs INDEXED BY jobs_state_host_due
+		WHERE state = 'queued' AND host = ? ORDER BY not_before, id LIMIT ?`
+	qForEachQueued = `SELECT id, host, not_before FROM jobs
+		WHERE state = 'queued' ORDER BY host, not_before, id`
+	qCountsByState = `SELECT state, count(*) FROM jobs GROUP BY state`
+	qCountsByHost  = `SELECT host, state, count(*) FROM jobs GROUP BY state, host`
+	qRecover       = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active'`
+)
+
 // DueJob is a queued job as the scheduler needs it.
 type DueJob struct {
 	ID        int64
@@ -411,8 +432,16 @@ type DueJob struct {
 
 // DueJobs returns up to limit queued jobs, soonest not-before first, over all hosts.
 func (db *DB) DueJobs(ctx context.Context, limit int) ([]DueJob, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, host, not_before FROM jobs INDEXED BY jobs_due
-		WHERE state = 'queued' ORDER BY not_before, id LIMIT ?`, limit)
+	return db.dueJobs(ctx, qDueJobs, limit)
+}
+
+// HostDueJobs returns up to limit queued jobs of host, soonest not-before first.
+func (db *DB) HostDueJobs(ctx context.Context, host string, limit int) ([]DueJob, error) {
+	return db.dueJobs(ctx, qHostDueJobs, host, limit)
+}
+
+func (db *DB) dueJobs(ctx context.Context, q string, args ...any) ([]DueJob, error) {
+	rows, err := db.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -434,8 +463,7 @@ func (db *DB) DueJobs(ctx context.Context, limit int) ([]DueJob, error) {
 // engine to load its queues at start. It reads from one snapshot; an error from fn stops the
 // walk and is returned.
 func (db *DB) ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error {
-	rows, err := db.r.QueryContext(ctx, `SELECT id, host, not_before FROM jobs
-		WHERE state = 'queued' ORDER BY host, not_before, id`)
+	rows, err := db.r.QueryContext(ctx, qForEachQueued)
 	if err != nil {
 		return err
 	}
@@ -455,7 +483,7 @@ func (db *DB) ForEachQueued(ctx context.Context, fn func(id int64, host string, 
 
 // CountsByState returns how many jobs are in each state; states with no jobs are absent.
 func (db *DB) CountsByState(ctx context.Context) (map[State]int64, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT state, count(*) FROM jobs GROUP BY state`)
+	rows, err := db.r.QueryContext(ctx, qCountsByState)
 	if err != nil {
 		return nil, err
 	}
@@ -474,7 +502,7 @@ func (db *DB) CountsByState(ctx context.Context) (map[State]int64, error) {
 
 // CountsByHost returns, per host, how many of its jobs are in each state.
 func (db *DB) CountsByHost(ctx context.Context) (map[string]map[State]int64, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT host, state, count(*) FROM jobs GROUP BY host, state`)
+	rows, err := db.r.QueryContext(ctx, qCountsByHost)
 	if err != nil {
 		return nil, err
 	}

@@ -321,6 +321,11 @@ func TestReads_DueAndQueuedOrder(t *testing.T) {
 	assert.Equal(t, "b.example", due[0].Host)
 	assert.True(t, t0.Equal(due[0].NotBefore))
 
+	hostDue, err := db.HostDueJobs(bg, "a.example", 10)
+	require.NoError(t, err)
+	require.Len(t, hostDue, 2, "the paused job is not due")
+	assert.Equal(t, []int64{id(3), id(1)}, []int64{hostDue[0].ID, hostDue[1].ID})
+
 	var got []int64
 	require.NoError(t, db.ForEachQueued(bg, func(id int64, host string, nb time.Time) error {
 		got = append(got, id)

@@ -110,8 +110,7 @@ func migrateTo(ctx context.Context, db *sql.DB, ms []migration, target int) erro
 // recoverActive queues again every job a crash left active, keeping its partial file, bytes and
 // validators for resume (S2). Nothing else moves.
 func recoverActive(ctx context.Context, db *sql.DB, now time.Time) (int64, error) {
-	res, err := db.ExecContext(ctx,
-		"UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active'", nanos(now))
+	res, err := db.ExecContext(ctx, qRecover, nanos(now))
 	if err != nil {
 		return 0, err
 	}

@@ -222,7 +222,7 @@ func open(path string, o options) (_ *DB, err error) {
 	if o.syncFull {
 		syncMode = "FULL"
 	}
-	db.w, err = sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=5000&_fk=on&_txlock=immediate&_sync="+syncMode))
+	db.w, err = sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=5000&_fk=on&_txlock=immediate&_cache_size=-65536&_sync="+syncMode))
 	if err != nil {
 		return nil, err
 	}
