@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,6 +49,22 @@ func TestOpen_S1_CreatesParentDirectories(t *testing.T) {
 	defer db.Close()
 	assert.FileExists(t, path)
 	assert.Equal(t, path, db.Path())
+}
+
+func TestOpen_S1_EmptyPathIsDefaultPath(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DATA_HOME", filepath.Join(home, "data"))
+	t.Setenv("LocalAppData", filepath.Join(home, "appdata"))
+	want, err := DefaultPath()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(want, home), want)
+
+	db, err := Open("")
+	require.NoError(t, err)
+	defer db.Close()
+	assert.Equal(t, want, db.Path())
+	assert.FileExists(t, want)
 }
 
 func TestDefaultPath_S1_UserDataDirectory(t *testing.T) {
