@@ -34,7 +34,9 @@
 // Open takes an OS advisory lock on "<db>.lock" (flock on unix, LockFileEx on Windows) for the
 // life of the DB; a second Open of the same file — from this process or another — fails with
 // ErrLocked. The lock file is left in place on Close: deleting it would race with another Open.
-// Open never creates a database over a file that is not one, and never deletes -wal or -shm files.
+// Open never creates a database over a file that is not one — nor adds its tables to another
+// application's SQLite file (PRAGMA application_id is "HEED") — and never deletes -wal or -shm
+// files.
 package storage
 
 import (
@@ -222,7 +224,8 @@ func open(path string, o options) (_ *DB, err error) {
 	if o.syncFull {
 		syncMode = "FULL"
 	}
-	db.w, err = sql.Open("sqlite3", dsn(path, "_journal_mode=WAL&_busy_timeout=5000&_fk=on&_txlock=immediate&_cache_size=-65536&_sync="+syncMode))
+	// The journal mode is set below, once the file is known to be Heed's: it changes the file.
+	db.w, err = sql.Open("sqlite3", dsn(path, "_busy_timeout=5000&_fk=on&_txlock=immediate&_cache_size=-65536&_sync="+syncMode))
 	if err != nil {
 		return nil, err
 	}
@@ -231,8 +234,11 @@ func open(path string, o options) (_ *DB, err error) {
 	db.w.SetConnMaxLifetime(0)
 	db.w.SetConnMaxIdleTime(0)
 	ctx := context.Background()
+	if err := checkIdentity(ctx, db.w); err != nil {
+		return nil, classify(err)
+	}
 	var mode string
-	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+	if err := db.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
 		return nil, classify(err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -305,6 +311,29 @@ func checkHeader(path string) error {
 	}
 	if string(buf) != sqliteHeader {
 		return ErrNotDatabase
+	}
+	return nil
+}
+
+// heedAppID is PRAGMA application_id of a Heed database ("HEED"), set by the first migration.
+const heedAppID = 0x48454544
+
+// checkIdentity refuses an SQLite database that belongs to another application: one with a
+// different application_id, or without Heed's but with tables. Heed never adds its tables to it.
+func checkIdentity(ctx context.Context, db *sql.DB) error {
+	var appID, objects int
+	if err := db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&appID); err != nil {
+		return err
+	}
+	if appID == heedAppID {
+		return nil
+	}
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema").Scan(&objects); err != nil {
+		return err
+	}
+	if appID != 0 || objects > 0 {
+		return fmt.Errorf("%w: an SQLite database of another application (application_id %#x, %d objects)",
+			ErrNotDatabase, appID, objects)
 	}
 	return nil
 }

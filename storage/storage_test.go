@@ -177,6 +177,36 @@ func TestOpen_S6_NotDatabaseNeverOverwritten(t *testing.T) {
 	}
 }
 
+func TestOpen_S6_OtherApplicationsDatabaseNeverTouched(t *testing.T) {
+	cases := []struct {
+		name string
+		sql  string
+	}{
+		{"tables, no application id", "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('mine')"},
+		{"another application id", "PRAGMA application_id = 42"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "other.db")
+			raw := rawOpen(t, path)
+			_, err := raw.Exec(c.sql)
+			require.NoError(t, err)
+			require.NoError(t, raw.Close())
+			before, err := os.ReadFile(path)
+			require.NoError(t, err)
+
+			db, err := Open(path)
+			require.Error(t, err)
+			assert.Nil(t, db)
+			assert.ErrorIs(t, err, ErrNotDatabase)
+			assert.Contains(t, err.Error(), path)
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "not even the journal mode changed")
+		})
+	}
+}
+
 func TestOpen_S6_UnreadableRefused(t *testing.T) {
 	type tc struct {
 		name  string

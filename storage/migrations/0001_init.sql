@@ -4,6 +4,9 @@
 -- J2: one row per URL (UNIQUE url). A URL that is queued, active or paused is reported as a
 -- duplicate; a done, failed or cancelled URL is queued again only by Requeue, which reuses its row.
 
+-- "HEED": Open refuses SQLite files of other applications.
+PRAGMA application_id = 1212499268;
+
 CREATE TABLE jobs (
     id            INTEGER PRIMARY KEY,
     url           TEXT    NOT NULL,
