@@ -24,6 +24,7 @@ type HostRow struct {
 	Failures    int       // consecutive failures counted by the breaker
 	OpenedAt    time.Time // when the breaker last opened; zero = never
 	LastStatus  int
+	Throttles   int64     // throttle responses seen from the host
 	UpdatedAt   time.Time // set by SaveHost when zero
 }
 
@@ -55,13 +56,15 @@ func (db *DB) SaveHost(h HostRow) error {
 	}
 	return db.queue("save host "+h.Host, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO hosts (host, tunables_json, paused, pause_reason, level, streak, gate,
-			breaker_state, failures, opened_at, last_status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			breaker_state, failures, opened_at, last_status, throttles, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET tunables_json = excluded.tunables_json, paused = excluded.paused,
 			pause_reason = excluded.pause_reason, level = excluded.level, streak = excluded.streak,
 			gate = excluded.gate, breaker_state = excluded.breaker_state, failures = excluded.failures,
-			opened_at = excluded.opened_at, last_status = excluded.last_status, updated_at = excluded.updated_at`,
+			opened_at = excluded.opened_at, last_status = excluded.last_status, throttles = excluded.throttles,
+			updated_at = excluded.updated_at`,
 			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), h.Breaker, h.Failures,
-			nanos(h.OpenedAt), h.LastStatus, nanos(h.UpdatedAt))
+			nanos(h.OpenedAt), h.LastStatus, h.Throttles, nanos(h.UpdatedAt))
 		return err
 	})
 }
@@ -82,7 +85,7 @@ func (db *DB) AppendHostEvent(e HostEvent) error {
 // Hosts returns every saved host row, ordered by host.
 func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, tunables_json, paused, pause_reason, level, streak,
-		gate, breaker_state, failures, opened_at, last_status, updated_at FROM hosts ORDER BY host`)
+		gate, breaker_state, failures, opened_at, last_status, throttles, updated_at FROM hosts ORDER BY host`)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +96,7 @@ func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 		var tun sql.NullString
 		var gate, opened, updated int64
 		if err := rows.Scan(&h.Host, &tun, &h.Paused, &h.PauseReason, &h.Level, &h.Streak, &gate,
-			&h.Breaker, &h.Failures, &opened, &h.LastStatus, &updated); err != nil {
+			&h.Breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &updated); err != nil {
 			return nil, err
 		}
 		if tun.Valid {

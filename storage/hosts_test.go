@@ -18,7 +18,7 @@ func TestHosts_S4_RoundTripAcrossReopen(t *testing.T) {
 		{Host: "defaults.example", UpdatedAt: at(1)},
 		{Host: "tuned.example", Tunables: json.RawMessage(`{"rate":0.5,"burst":2,"jitter":["100ms","1s"]}`), UpdatedAt: at(2)},
 		{Host: "paused.example", Paused: true, PauseReason: "user", UpdatedAt: at(3)},
-		{Host: "backoff.example:8080", Level: 3, Streak: 2, Gate: at(1_800_000_000), LastStatus: 429, UpdatedAt: at(4)},
+		{Host: "backoff.example:8080", Level: 3, Streak: 2, Gate: at(1_800_000_000), LastStatus: 429, Throttles: 17, UpdatedAt: at(4)},
 		{Host: "breaker.example", Breaker: 2, Failures: 5, OpenedAt: at(1_700_000_000), LastStatus: 503, UpdatedAt: at(5)},
 	}
 	path := filepath.Join(t.TempDir(), "heed.db")

@@ -225,6 +225,8 @@ type Retry struct {
 	Err       string    // what went wrong, shown to the user
 	Status    int       // last HTTP status, 0 if none
 	Throttled bool      // the response was a throttle response: counts in Job.Throttled
+	// Progress, if set, is saved in the same commit: what is on disk for the resume.
+	Progress *Progress
 }
 
 // MarkQueued moves an active job back to queued, to be retried not before r.NotBefore.
@@ -233,6 +235,13 @@ func (db *DB) MarkQueued(ctx context.Context, id int64, r Retry) error {
 	thr := 0
 	if r.Throttled {
 		thr = 1
+	}
+	if p := r.Progress; p != nil {
+		return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
+			last_error = ?, last_status = ?, throttled = throttled + ?, updated_at = ?,
+			part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?
+			WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, nanos(db.now()),
+			p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, id)
 	}
 	return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
 		last_error = ?, last_status = ?, throttled = throttled + ?, updated_at = ?
@@ -342,6 +351,34 @@ func (db *DB) JobByURL(ctx context.Context, url string) (Job, error) {
 		return Job{}, fmt.Errorf("job for %s: %w", url, ErrNotFound)
 	}
 	return j, err
+}
+
+// JobIDsByURL returns the ids of the jobs of urls, in input order; URLs without a job are
+// skipped.
+func (db *DB) JobIDsByURL(ctx context.Context, urls []string) ([]int64, error) {
+	conn, err := db.r.Conn(ctx) // one connection, one prepared statement for all URLs
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	st, err := conn.PrepareContext(ctx, `SELECT id FROM jobs WHERE url = ?`)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var ids []int64
+	for _, u := range urls {
+		var id int64
+		err := st.QueryRowContext(ctx, u).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // JobFilter selects jobs. Zero fields do not filter.

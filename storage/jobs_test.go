@@ -80,6 +80,10 @@ func TestEnqueue_J2_ReportsEachInput(t *testing.T) {
 
 	_, err = db.Enqueue(bg, []NewJob{{URL: "", Host: "a.example"}})
 	assert.Error(t, err, "empty URL")
+
+	ids, err := db.JobIDsByURL(bg, []string{"https://b.example/2", "https://nowhere.example/", "https://a.example/old"})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{res.Items[2].ID, old}, ids)
 }
 
 func TestRequeue_J2_OnlyOnRequestAndOnlyFinishedJobs(t *testing.T) {
@@ -114,9 +118,10 @@ func TestTransitions_J3_AttemptsAndFields(t *testing.T) {
 	n, err := db.MarkActive(bg, id)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
-	require.NoError(t, db.SaveProgress(bg, id, Progress{Part: "f.part", Bytes: 100, Size: 1000, ETag: `"x"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT"}))
+	require.NoError(t, db.SaveProgress(bg, id, Progress{Part: "f.part", Bytes: 10, Size: -1}))
 	next := time.Unix(1_800_000_000, 0)
-	require.NoError(t, db.MarkQueued(bg, id, Retry{NotBefore: next, Err: "429", Status: 429, Throttled: true}))
+	require.NoError(t, db.MarkQueued(bg, id, Retry{NotBefore: next, Err: "429", Status: 429, Throttled: true,
+		Progress: &Progress{Part: "f.part", Bytes: 100, Size: 1000, ETag: `"x"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT"}}))
 
 	j, err := db.Job(bg, id)
 	require.NoError(t, err)

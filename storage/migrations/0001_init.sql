@@ -76,6 +76,7 @@ CREATE TABLE hosts (
     failures      INTEGER NOT NULL DEFAULT 0,
     opened_at     INTEGER NOT NULL DEFAULT 0,
     last_status   INTEGER NOT NULL DEFAULT 0,
+    throttles     INTEGER NOT NULL DEFAULT 0,
     updated_at    INTEGER NOT NULL DEFAULT 0
 ) STRICT;
 
