@@ -24,6 +24,7 @@ import (
 //	Q <id> <url>     after Enqueue acknowledged url as queued with id
 //	I <id> <state>   before asking for a transition of job id to state
 //	S <id> <state>   after the transition was acknowledged
+//	B <n> <count>    before enqueueing URLs n … n+count-1 of this round in one call
 //
 // Each call's lines are written with one write, after the call returned.
 func childCrash(path, roundStr string) int {
@@ -53,15 +54,20 @@ func childCrash(path, roundStr string) int {
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(os.Stdout, format, args...) }
 	n := 0
-	for {
-		jobs := make([]NewJob, 20+rnd.IntN(300))
+	for batch := 0; ; batch++ {
+		size := 20 + rnd.IntN(300)
+		big := batch == 0 && round%2 == 1 // RELIABILITY 31: a paste of 10,000 URLs
+		if big {
+			size = 10_000
+			say("B %d %d\n", n, size)
+		}
+		jobs := make([]NewJob, size)
 		for i := range jobs {
-			host := fmt.Sprintf("h%d.example", n%40)
-			jobs[i] = NewJob{URL: fmt.Sprintf("https://%s/r%d/%d", host, round, n), Host: host}
+			jobs[i] = NewJob{URL: crashURL(round, n), Host: fmt.Sprintf("h%d.example", n%40)}
 			n++
 		}
 		dup := -1
-		if len(acked) > 0 { // J2: an acknowledged URL sent again is a duplicate
+		if len(acked) > 0 && !big { // J2: an acknowledged URL sent again is a duplicate
 			dup = rnd.IntN(len(jobs))
 			jobs[dup].URL = acked[rnd.IntN(len(acked))]
 		}
@@ -165,17 +171,31 @@ func childCrash(path, roundStr string) int {
 	}
 }
 
+// crashURL is the n-th URL the child of round enqueues.
+func crashURL(round, n int) string {
+	return fmt.Sprintf("https://h%d.example/r%d/%d", n%40, round, n)
+}
+
 // crashModel is what the parent knows from the child's acknowledgements, over all rounds.
 type crashModel struct {
 	urls    map[string]int64 // acknowledged URL → id
 	acked   map[int64]State  // last acknowledged state
 	pending map[int64]State  // asked for, not acknowledged: may or may not have happened
+	pastes  [][3]int         // big pastes asked for: round, first n, count
+	round   int
 }
 
 func (m *crashModel) read(t *testing.T, line string) {
 	f := strings.Fields(line)
 	if len(f) != 3 {
-		return // "ready", or a line cut by the kill
+		return // "ready"
+	}
+	if f[0] == "B" {
+		first, err1 := strconv.Atoi(f[1])
+		count, err2 := strconv.Atoi(f[2])
+		require.NoError(t, errors.Join(err1, err2), line)
+		m.pastes = append(m.pastes, [3]int{m.round, first, count})
+		return
 	}
 	id, err := strconv.ParseInt(f[1], 10, 64)
 	require.NoError(t, err, line)
@@ -211,9 +231,11 @@ func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 	m := &crashModel{urls: map[string]int64{}, acked: map[int64]State{}, pending: map[int64]State{}}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var recoveredTotal int64
+	var pastesKept int
 	const rounds = 20
 	for round := range rounds {
 		killAfter := time.Duration(5+rnd.IntN(150)) * time.Millisecond
+		m.round = round
 		runAndKill(t, path, round, killAfter, m)
 
 		// What the crash left active, read without Open (read-only: nothing is checkpointed).
@@ -284,6 +306,19 @@ func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 			m.acked[id] = have // what happened to a pending change is now known
 		}
 		clear(m.pending)
+		for _, p := range m.pastes { // a paste is one transaction: all of it or none
+			present := 0
+			for n := p[1]; n < p[1]+p[2]; n++ {
+				if _, ok := got[crashURL(p[0], n)]; ok {
+					present++
+				}
+			}
+			assert.True(t, present == 0 || present == p[2], "round %d: paste of %d has %d URLs", p[0], p[2], present)
+			if present == p[2] {
+				pastesKept++
+			}
+		}
+		m.pastes = nil
 		assert.Empty(t, missing, "round %d: acknowledged URLs lost", round)
 		assert.Empty(t, wrongID, "round %d", round)
 		assert.Empty(t, wrongState, "round %d", round)
@@ -291,7 +326,8 @@ func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 	}
 	require.NotEmpty(t, m.urls, "the children acknowledged URLs")
 	assert.Positive(t, recoveredTotal, "some kills hit jobs while active")
-	t.Logf("%d rounds, %d URLs acknowledged, %d active jobs recovered", rounds, len(m.urls), recoveredTotal)
+	t.Logf("%d rounds, %d URLs acknowledged, %d active jobs recovered, %d of %d big pastes committed",
+		rounds, len(m.urls), recoveredTotal, pastesKept, rounds/2)
 }
 
 // runAndKill runs childCrash for one round and SIGKILLs it killAfter after it is ready, reading
