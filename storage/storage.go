@@ -244,6 +244,10 @@ func open(path string, o options) (_ *DB, err error) {
 	if !strings.EqualFold(mode, "wal") {
 		return nil, fmt.Errorf("journal mode is %q, want wal", mode)
 	}
+	// After a checkpoint, a -wal file that grew during a big paste is cut back to 64 MiB.
+	if _, err := db.w.ExecContext(ctx, "PRAGMA journal_size_limit = 67108864"); err != nil {
+		return nil, classify(err)
+	}
 	if err := migrate(ctx, db.w, migrations); err != nil {
 		return nil, classify(err)
 	}

@@ -26,6 +26,9 @@ func TestOpen_S1_WALBusyTimeoutForeignKeys(t *testing.T) {
 	assert.Equal(t, 1, fk)
 	assert.Equal(t, 5000, busy)
 	assert.Equal(t, 1, sync, "synchronous=NORMAL")
+	var limit int64
+	require.NoError(t, db.w.QueryRow("PRAGMA journal_size_limit").Scan(&limit))
+	assert.Equal(t, int64(64<<20), limit)
 	assert.Equal(t, 1, db.w.Stats().MaxOpenConnections, "one writer connection")
 
 	_, err := db.r.Exec("INSERT INTO settings (key, value) VALUES ('a', 'b')")
