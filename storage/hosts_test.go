@@ -101,7 +101,7 @@ func TestHostEvents_S4_TimelineNewestFirst(t *testing.T) {
 	assert.False(t, evs[0].At.IsZero(), "zero At means now")
 }
 
-func TestSettings_RoundTrip(t *testing.T) {
+func TestSettings_U7_RoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heed.db")
 	db, err := Open(path)
 	require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestGroupCommit_S5_BadWriteFailsAlone(t *testing.T) {
 	assert.NoError(t, db.Flush(bg), "an error is reported once")
 }
 
-func TestClose_FlushesAndRefusesLaterWrites(t *testing.T) {
+func TestClose_S5_FlushesAndRefusesLaterWrites(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heed.db")
 	db, err := Open(path)
 	require.NoError(t, err)

@@ -269,7 +269,7 @@ func TestOpen_S2_RecoversActiveJobsOnly(t *testing.T) {
 	assert.Equal(t, StateQueued, j.State)
 }
 
-func TestReads_JobsPageFiltersAndPages(t *testing.T) {
+func TestReads_U5_JobsPageFiltersAndPages(t *testing.T) {
 	db, _ := openTest(t)
 	a := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3")
 	b := enqueueURLs(t, db, "b.example", "https://b.example/1")
@@ -304,7 +304,7 @@ func TestReads_JobsPageFiltersAndPages(t *testing.T) {
 	}
 }
 
-func TestReads_DueAndQueuedOrder(t *testing.T) {
+func TestReads_J3_DueAndQueuedOrder(t *testing.T) {
 	db, _ := openTest(t)
 	t0 := time.Unix(1_700_000_000, 0)
 	res, err := db.Enqueue(bg, []NewJob{
@@ -342,7 +342,7 @@ func TestReads_DueAndQueuedOrder(t *testing.T) {
 	assert.ErrorIs(t, db.ForEachQueued(bg, func(int64, string, time.Time) error { return stop }), stop)
 }
 
-func TestReads_Counts(t *testing.T) {
+func TestReads_U1_Counts(t *testing.T) {
 	db, _ := openTest(t)
 	jobIn(t, db, "https://a.example/1", StateDone)
 	jobIn(t, db, "https://a.example/2", StateFailed)
