@@ -2,8 +2,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/url"
@@ -24,7 +26,8 @@ type Options struct {
 	// Version names Heed in the User-Agent (N3); UserAgent replaces it whole.
 	Version   string
 	UserAgent string
-	// Defaults are the tunables of hosts nobody configured (DefaultTunables()).
+	// Defaults are the tunables of hosts nobody configured. When zero, the
+	// defaults last saved with SetDefaults are used, else DefaultTunables().
 	Defaults Tunables
 	// Workers is the global in-flight cap (L1, 16).
 	Workers int
@@ -119,6 +122,13 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		opt.Seed = time.Now().UnixNano()
 	}
 	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1), active: map[int64]*activeJob{}}
+	if opt.Defaults.RatePerMin == 0 {
+		saved, err := loadDefaults(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		opt.Defaults = saved
+	}
 	if opt.BandwidthBytesPerSec > 0 {
 		e.bw = rate.NewLimiter(rate.Limit(opt.BandwidthBytesPerSec), bwBurst(opt.BandwidthBytesPerSec))
 	} else {
@@ -664,4 +674,66 @@ func EditHost(ctx context.Context, store Store, host string, edit func(*Core)) (
 	s, _ := core.ExportHost(host)
 	t, _ := core.HostTunables(host)
 	return HostEdit{HostState: s, Effective: t}, nil
+}
+
+// Jobs lists stored jobs (U5), whatever their state.
+func (e *Engine) Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error) {
+	return e.store.Jobs(ctx, q)
+}
+
+// History lists attempts, newest first (U6, S3).
+func (e *Engine) History(ctx context.Context, q HistoryQuery) ([]AttemptRecord, error) {
+	return e.store.History(ctx, q)
+}
+
+// ExportHistoryCSV writes the attempts q selects as CSV (U6).
+func (e *Engine) ExportHistoryCSV(ctx context.Context, w io.Writer, q HistoryQuery) error {
+	return e.store.ExportHistoryCSV(ctx, w, q)
+}
+
+// HostEvents returns a host's timeline, newest first (U3, S4).
+func (e *Engine) HostEvents(ctx context.Context, host string, limit int) ([]Event, error) {
+	return e.store.HostEvents(ctx, host, limit)
+}
+
+// CountsByHost returns, per host, how many jobs are in each state (U1).
+func (e *Engine) CountsByHost(ctx context.Context) (map[string]map[JobState]int64, error) {
+	return e.store.CountsByHost(ctx)
+}
+
+// Dir is the download folder.
+func (e *Engine) Dir() string { return e.opt.Dir }
+
+// defaultsKey is the setting that holds the saved default tunables.
+const defaultsKey = "defaults"
+
+// loadDefaults returns the default tunables saved with SetDefaults, or
+// DefaultTunables when none were.
+func loadDefaults(ctx context.Context, store Store) (Tunables, error) {
+	v, err := store.Setting(ctx, defaultsKey)
+	if err != nil || v == "" {
+		return DefaultTunables(), err
+	}
+	t := DefaultTunables()
+	if err := json.Unmarshal([]byte(v), &t); err != nil {
+		return DefaultTunables(), fmt.Errorf("saved default tunables: %w", err)
+	}
+	if err := t.Normalize().Validate(); err != nil {
+		return DefaultTunables(), fmt.Errorf("saved default tunables: %w", err)
+	}
+	return t.Normalize(), nil
+}
+
+// SetDefaults changes the tunables of every host that has none of its own,
+// live (G2), and saves them for the next start. The error names the field
+// that is out of bounds; nothing changes then.
+func (e *Engine) SetDefaults(ctx context.Context, t Tunables) error {
+	if err := e.core.SetDefaults(t); err != nil {
+		return err
+	}
+	b, err := json.Marshal(e.core.Defaults())
+	if err != nil {
+		return err
+	}
+	return e.store.SetSetting(ctx, defaultsKey, string(b))
 }

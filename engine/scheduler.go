@@ -221,6 +221,16 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("event(%d)", int(k))
 }
 
+// ParseEventKind returns the EventKind whose String is s.
+func ParseEventKind(s string) (EventKind, error) {
+	for i, n := range eventNames {
+		if n == s && i != 0 {
+			return EventKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown event kind %q", s)
+}
+
 // Event is one entry of a host's timeline (S4).
 type Event struct {
 	Host   string

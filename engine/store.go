@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 )
 
@@ -38,6 +39,18 @@ type Store interface {
 	// SetJobState applies pause (paused), resume (queued) or cancel
 	// (cancelled) and returns the ids that changed.
 	SetJobState(ctx context.Context, ids []int64, to JobState) ([]int64, error)
+
+	// Reads for the window and the command line.
+	Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error)
+	History(ctx context.Context, q HistoryQuery) ([]AttemptRecord, error)
+	ExportHistoryCSV(ctx context.Context, w io.Writer, q HistoryQuery) error
+	HostEvents(ctx context.Context, host string, limit int) ([]Event, error)
+	CountsByHost(ctx context.Context) (map[string]map[JobState]int64, error)
+
+	// Settings are small named values (the default tunables as JSON, UI
+	// preferences); an unknown key gives "" and no error.
+	Setting(ctx context.Context, key string) (string, error)
+	SetSetting(ctx context.Context, key, value string) error
 
 	RecordAttempt(a AttemptRecord) error
 	SaveHost(s HostState) error
@@ -76,15 +89,37 @@ type Enqueued struct {
 	State     JobState // the job's state
 }
 
-// JobRecord is what the engine reads of a job before an attempt.
+// JobRecord is a job as stored.
 type JobRecord struct {
-	ID        int64
-	URL       string
-	Host      string
-	State     JobState
-	Attempts  int // attempts started, throttled ones included
-	Throttled int // throttle responses (R3: they use no attempt)
-	Resume    Resume
+	ID         int64
+	URL        string
+	Host       string
+	State      JobState
+	NotBefore  time.Time // queued: not started before this
+	UpdatedAt  time.Time
+	Attempts   int // attempts started, throttled ones included
+	Throttled  int // throttle responses (R3: they use no attempt)
+	Resume     Resume
+	File       string // done: the final name in the download folder
+	SHA256     string // done: hex digest (F7)
+	LastError  string
+	LastStatus int
+}
+
+// JobQuery selects jobs, ordered by id. Zero fields do not filter.
+type JobQuery struct {
+	State   JobState
+	Host    string
+	AfterID int64 // keyset paging: only jobs with a larger id
+	Limit   int   // 0 = no limit
+}
+
+// HistoryQuery selects attempts, newest first. Zero fields do not filter.
+type HistoryQuery struct {
+	Host     string
+	Outcome  string
+	BeforeID int64 // keyset paging: only attempts with a smaller id
+	Limit    int   // 0 = no limit
 }
 
 // Resume is the partial download a job has on disk (F5).
@@ -115,6 +150,7 @@ type Completed struct {
 
 // AttemptRecord is one line of history (S3).
 type AttemptRecord struct {
+	ID         int64 // set by the store
 	JobID      int64
 	URL        string // the URL requested: a redirect hop's target for hops
 	Host       string

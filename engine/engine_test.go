@@ -1,0 +1,298 @@
+package engine_test
+
+// Integration tests of the Engine: real SQLite files, real HTTP over
+// loopback (the demo hosts), no timing assertions — only what the server
+// saw, where the bytes went, job states and history.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"heed/engine"
+	"heed/engine/demo"
+	"heed/storage"
+)
+
+// rig is an engine over a fresh database and download folder.
+type rig struct {
+	t      *testing.T
+	dbPath string
+	dir    string
+	db     *storage.DB
+	eng    *engine.Engine
+}
+
+// fast are politeness defaults relaxed enough for tests to run quickly,
+// with short backoff and retry delays.
+func fast() engine.Tunables {
+	t := engine.DefaultTunables()
+	t.RatePerMin = 60000
+	t.Burst = 50
+	t.MaxInflight = 4
+	t.JitterMax = 0
+	t.BackoffBase = 10 * time.Millisecond
+	t.BackoffMax = 100 * time.Millisecond
+	t.Retry.Base = 10 * time.Millisecond
+	t.Retry.Max = 50 * time.Millisecond
+	t.RecoveryTimeout = 50 * time.Millisecond
+	t.FailureThreshold = 50
+	return t
+}
+
+func newRig(t *testing.T, opt engine.Options) *rig {
+	t.Helper()
+	base := t.TempDir()
+	r := &rig{t: t, dbPath: filepath.Join(base, "heed.db"), dir: filepath.Join(base, "downloads")}
+	r.open(opt)
+	return r
+}
+
+// open (re)opens the database and builds an engine on it.
+func (r *rig) open(opt engine.Options) {
+	r.t.Helper()
+	db, err := storage.Open(r.dbPath)
+	require.NoError(r.t, err)
+	if opt.Dir == "" {
+		opt.Dir = r.dir
+	}
+	if opt.Defaults.RatePerMin == 0 {
+		opt.Defaults = fast()
+	}
+	opt.Version = "test"
+	eng, err := engine.New(context.Background(), storage.EngineStore(db), opt)
+	require.NoError(r.t, err)
+	r.db, r.eng = db, eng
+	r.t.Cleanup(r.close)
+}
+
+func (r *rig) close() {
+	if r.eng != nil {
+		r.eng.Close()
+		r.eng = nil
+	}
+	if r.db != nil {
+		r.db.Close()
+		r.db = nil
+	}
+}
+
+func (r *rig) add(urls ...string) engine.AddReport {
+	r.t.Helper()
+	rep, err := r.eng.Add(context.Background(), strings.Join(urls, "\n"))
+	require.NoError(r.t, err)
+	return rep
+}
+
+// runIdle runs the engine until nothing is runnable, with a generous bound.
+func (r *rig) runIdle() {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(r.t, r.eng.RunUntilIdle(ctx))
+}
+
+func (r *rig) jobs() []storage.Job {
+	r.t.Helper()
+	jobs, err := r.db.JobsPage(context.Background(), storage.JobFilter{})
+	require.NoError(r.t, err)
+	return jobs
+}
+
+func (r *rig) history(f storage.HistoryFilter) []storage.Attempt {
+	r.t.Helper()
+	h, err := r.db.HistoryPage(context.Background(), f)
+	require.NoError(r.t, err)
+	return h
+}
+
+func sha(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func startDemo(t *testing.T, cfg demo.Config) *demo.Server {
+	t.Helper()
+	srv, err := demo.Start(cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// Every file of every kind of demo host ends up done, byte-exact (F4, F7),
+// with one history line per exchange (S3).
+func TestEngine_DownloadsEveryDemoHostByteExact(t *testing.T) {
+	cfg := demo.DefaultConfig()
+	cfg.Files = 6
+	cfg.MaxFileSize = 64 << 10
+	for i := range cfg.Hosts {
+		cfg.Hosts[i].RetryAfter = time.Second
+		cfg.Hosts[i].Rate = 1 << 20
+	}
+	srv := startDemo(t, cfg)
+	r := newRig(t, engine.Options{})
+	rep := r.add(srv.URLs()...)
+	require.Len(t, rep.Queued, len(srv.URLs()))
+	r.runIdle()
+
+	for _, j := range r.jobs() {
+		require.Equal(t, storage.StateDone, j.State, "job %s: %s", j.URL, j.LastError)
+		want, size := srv.Expected(j.URL)
+		assert.Equal(t, want, j.SHA256, j.URL)
+		assert.Equal(t, size, j.Bytes, j.URL)
+		assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)), "file bytes of %s", j.URL)
+	}
+	// S3: history has at least one ok line per job and every request the
+	// demo hosts answered is in it.
+	hist := r.history(storage.HistoryFilter{})
+	ok := 0
+	for _, a := range hist {
+		if a.Outcome == "ok" {
+			ok++
+		}
+	}
+	assert.Equal(t, len(srv.URLs()), ok)
+	files := 0
+	for _, req := range srv.Log() {
+		if strings.HasPrefix(req.Path, "/files/") {
+			files++
+		}
+	}
+	assert.Equal(t, files, len(hist), "one history line per request the hosts saw")
+	// No .part is left behind.
+	entries, err := os.ReadDir(r.dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.HasSuffix(e.Name(), ".part"), e.Name())
+	}
+}
+
+// G5/R3/R4 through the whole engine: after a 429 with Retry-After, the host
+// gets nothing before the announced wait, and the throttle uses no attempt.
+func TestEngine_G5_RetryAfterHonoured(t *testing.T) {
+	cfg := demo.Config{Files: 8, FileSize: 1024, Seed: 1, Hosts: []demo.HostSpec{
+		{Name: "throttling", Behavior: demo.Throttling, RetryAfter: time.Second, ThrottleEvery: 3},
+	}}
+	srv := startDemo(t, cfg)
+	tun := fast()
+	tun.MaxInflight = 1
+	tun.Retry.MaxAttempts = 1 // a throttle must not use it up (R3)
+	r := newRig(t, engine.Options{Defaults: tun})
+	r.add(srv.URLs()...)
+	r.runIdle()
+
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	}
+	log := srv.Log()
+	throttles := 0
+	for i, req := range log {
+		if req.Status != 429 {
+			continue
+		}
+		throttles++
+		if i+1 < len(log) {
+			gap := log[i+1].Time.Sub(req.Time)
+			assert.GreaterOrEqual(t, gap, time.Second, "request after a 429 came %s later", gap)
+		}
+	}
+	require.Positive(t, throttles)
+	hist := r.history(storage.HistoryFilter{Outcome: "throttled"})
+	assert.Len(t, hist, throttles)
+	for _, a := range hist {
+		assert.Equal(t, int64(1000), a.RetryAfter.Milliseconds())
+		assert.GreaterOrEqual(t, a.BackoffLevel, 1)
+	}
+}
+
+// G10 and S4 through storage: a host that said "come back tomorrow" is not
+// asked again after a restart, and the wait survives it.
+func TestEngine_G10_RestartKeepsRetryAfter(t *testing.T) {
+	cfg := demo.Config{Files: 3, FileSize: 512, Seed: 2, Hosts: []demo.HostSpec{
+		{Name: "throttling", Behavior: demo.Throttling, RetryAfter: 3 * time.Hour, ThrottleEvery: 1},
+	}}
+	srv := startDemo(t, cfg)
+	r := newRig(t, engine.Options{})
+	r.add(srv.URLs()[0])
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.eng.Run(ctx) }()
+	require.Eventually(t, func() bool { return len(srv.Log()) == 1 }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		h, _ := r.eng.Core().HostSnapshot(hostOf(t, srv.URLs()[0]))
+		return h.Level == 1
+	}, 30*time.Second, 10*time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	r.close()
+
+	r.open(engine.Options{})
+	host := hostOf(t, srv.URLs()[0])
+	snap, ok := r.eng.Core().HostSnapshot(host)
+	require.True(t, ok, "the host is restored")
+	assert.Equal(t, 1, snap.Level)
+	assert.Greater(t, time.Until(snap.Gate), 2*time.Hour, "gate after restart: %s", snap.Gate)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel2()
+	r.eng.Run(ctx2)
+	assert.Len(t, srv.Log(), 1, "a restart must not ask the host again before its Retry-After")
+	jobs := r.jobs()
+	require.Len(t, jobs, 1)
+	assert.Equal(t, storage.StateQueued, jobs[0].State)
+	assert.Equal(t, 1, jobs[0].Throttled)
+}
+
+// G5/G9: a Retry-After longer than max_retry_after pauses the host with the
+// reason, and RunUntilIdle returns with the job still queued.
+func TestEngine_G9_LongRetryAfterPausesHost(t *testing.T) {
+	cfg := demo.Config{Files: 2, FileSize: 512, Seed: 3, Hosts: []demo.HostSpec{
+		{Name: "throttling", Behavior: demo.Throttling, RetryAfter: 48 * time.Hour, ThrottleEvery: 1},
+	}}
+	srv := startDemo(t, cfg)
+	r := newRig(t, engine.Options{})
+	r.add(srv.URLs()...)
+	r.runIdle()
+	host := hostOf(t, srv.URLs()[0])
+	snap, ok := r.eng.Core().HostSnapshot(host)
+	require.True(t, ok)
+	assert.True(t, snap.Paused)
+	assert.Contains(t, snap.PauseReason, "Retry-After")
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateQueued, j.State)
+	}
+	hosts, err := r.db.Hosts(context.Background())
+	require.NoError(t, err)
+	require.Len(t, hosts, 1)
+	assert.True(t, hosts[0].Paused, "the pause is persisted")
+}
+
+// J2: pasting the same URLs twice queues them once.
+func TestEngine_J2_DuplicatesReported(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	rep := r.add("http://127.0.0.1:1/a", "http://127.0.0.1:1/b", "ftp://x/y", "http://127.0.0.1:1/a")
+	assert.Len(t, rep.Queued, 2)
+	assert.Equal(t, []string{"http://127.0.0.1:1/a"}, rep.Duplicates)
+	require.Len(t, rep.Rejected, 1)
+	assert.Equal(t, "ftp://x/y", rep.Rejected[0].Text)
+	rep = r.add("http://127.0.0.1:1/b")
+	assert.Empty(t, rep.Queued)
+	assert.Len(t, rep.Duplicates, 1)
+}
+
+func hostOf(t *testing.T, u string) string {
+	t.Helper()
+	h, err := engine.HostKey(u)
+	require.NoError(t, err)
+	return h
+}
