@@ -4,8 +4,8 @@
 GO      ?= go
 BIN     ?= heed
 TAGS    ?= migrated_fynedo
-# Fyne prints a locale error on every start under LANG=C.
-export LANG := C.UTF-8
+# Fyne prints a locale error on every start under LANG=C or C.UTF-8.
+export LANG := en_US.UTF-8
 export CGO_ENABLED := 1
 
 DEB_PKGS := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \

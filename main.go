@@ -3,6 +3,7 @@
 // state live.
 //
 //	heed                 open the window
+//	heed get URL...      download headless (see heed help)
 //	heed version         print the version
 //
 // main only wires the parts together: storage, then the engine, then the
@@ -10,16 +11,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
+	"syscall"
 
 	"fyne.io/fyne/v2/app"
+	"golang.org/x/term"
 
+	"heed/cli"
+	"heed/engine"
+	"heed/storage"
 	"heed/ui"
 )
 
@@ -29,57 +39,110 @@ const version = "0.1.0"
 // appID is Heed's reverse-DNS application id (FyneApp.toml's ID).
 const appID = "app.heed.Heed"
 
-// Exit codes shared by every subcommand (SPEC §9).
-const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitUsage    = 2
-	exitUnusable = 3
-)
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "version" {
-		fmt.Fprintf(stdout, "heed %s\n", version)
-		return exitOK
+	demo := len(args) > 0 && args[0] == "demo" && !slices.Contains(args, "--headless") && haveDisplay() == nil
+	if len(args) > 0 && cli.Is(args[0]) && !demo {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Version: version,
+			Interactive: isTerminal(stdout)}, args)
+	}
+	if demo {
+		args = args[1:]
 	}
 	fs := flag.NewFlagSet("heed", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dbPath := fs.String("db", "", "database `file` (default: heed.db in the user's data directory)")
 	dir := fs.String("dir", "", "download `folder` (default: Heed in the user's Downloads folder)")
+	files := 60
+	if demo {
+		fs.IntVar(&files, "files", files, "files per demo host")
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+			return cli.ExitOK
 		}
-		return exitUsage
+		return cli.ExitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "heed: unknown command %q (try: heed version)\n", fs.Arg(0))
-		return exitUsage
+		fmt.Fprintf(stderr, "heed: unknown command %q (try: heed help)\n", fs.Arg(0))
+		return cli.ExitUsage
 	}
-	return runWindow(*dbPath, *dir, stderr)
-}
-
-// runWindow opens the window. Without a display it says so and fails rather
-// than letting the GL driver crash.
-func runWindow(dbPath, dir string, stderr io.Writer) int {
 	if err := haveDisplay(); err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
-		return exitFailed
+		return cli.ExitFailed
 	}
-	paths, err := resolvePaths(dbPath, dir)
+	var urls []string
+	if demo {
+		d, err := cli.StartDemo(stderr, files, *dbPath, *dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "heed: %v\n", err)
+			return cli.ExitFailed
+		}
+		defer d.Close()
+		*dbPath, *dir, urls = d.DB, d.Dir, d.URLs
+	}
+	return runWindow(*dbPath, *dir, urls, stderr)
+}
+
+// isTerminal reports whether w is a terminal, for progress bars.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// runWindow opens the database, starts the engine and shows the window
+// until it closes; then the engine stops, keeping partial files, and every
+// state is persisted. urls, if any, are queued first (heed demo).
+func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
+	dbPath, err := cli.DBPath(dbPath)
+	if err == nil && dir == "" {
+		dir, err = defaultDownloadDir()
+	}
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
-		return exitUnusable
+		return cli.ExitUnusable
 	}
+	db, err := storage.Open(dbPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "heed: %v\n", err)
+		return cli.ExitUnusable
+	}
+	defer db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: dir, Version: version})
+	if err != nil {
+		fmt.Fprintf(stderr, "heed: %v\n", err)
+		return cli.ExitUnusable
+	}
+	defer eng.Close()
+	if len(urls) > 0 {
+		if _, err := eng.Add(ctx, strings.Join(urls, "\n")); err != nil {
+			fmt.Fprintf(stderr, "heed: %v\n", err)
+			return cli.ExitUnusable
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- eng.Run(ctx) }()
+
 	a := app.NewWithID(appID)
 	a.SetIcon(ui.Icon)
-	w := ui.New(a, ui.Options{Version: version, DBPath: paths.db, Dir: paths.dir})
+	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir})
 	w.ShowAndRun()
-	return exitOK
+	cancel()
+	if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "heed: %v\n", err)
+		return cli.ExitFailed
+	}
+	return cli.ExitOK
 }
 
 // haveDisplay reports whether a window can be opened at all. On Linux and the
@@ -89,56 +152,18 @@ func haveDisplay() error {
 	case "linux", "freebsd", "openbsd", "netbsd", "dragonfly":
 		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
 			return errors.New("no display: neither DISPLAY nor WAYLAND_DISPLAY is set; " +
-				"run Heed in a desktop session, or use the headless commands (heed version)")
+				"run Heed in a desktop session, or use the headless commands (heed get, heed version)")
 		}
 	}
 	return nil
 }
 
-type paths struct{ db, dir string }
-
-// resolvePaths fills in the default database file and download folder and
-// creates the folders that hold them.
-func resolvePaths(dbPath, dir string) (paths, error) {
-	if dbPath == "" {
-		data, err := userDataDir()
-		if err != nil {
-			return paths{}, err
-		}
-		dbPath = filepath.Join(data, "heed.db")
-	}
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return paths{}, fmt.Errorf("no download folder: %w (pass --dir)", err)
-		}
-		dir = filepath.Join(home, "Downloads", "Heed")
-	}
-	for _, d := range []string{filepath.Dir(dbPath), dir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return paths{}, fmt.Errorf("cannot create folder %s: %w", d, err)
-		}
-	}
-	return paths{db: dbPath, dir: dir}, nil
-}
-
-// userDataDir is where Heed keeps its database: $XDG_DATA_HOME/heed, else
-// ~/.local/share/heed on Unix, the OS's own place elsewhere.
-func userDataDir() (string, error) {
-	switch runtime.GOOS {
-	case "windows", "darwin", "ios":
-		base, err := os.UserConfigDir()
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(base, "Heed"), nil
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "heed"), nil
-	}
+// defaultDownloadDir is where the window saves files unless told otherwise:
+// Heed in the user's Downloads folder.
+func defaultDownloadDir() (string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("no data directory: %w (pass --db)", err)
+		return "", fmt.Errorf("no download folder: %w (pass --dir)", err)
 	}
-	return filepath.Join(home, ".local", "share", "heed"), nil
+	return filepath.Join(home, "Downloads", "Heed"), nil
 }

@@ -11,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"heed/assets"
+	"heed/engine"
 )
 
 // Icon is the app icon as a Fyne resource.
@@ -26,14 +27,17 @@ type Options struct {
 // Window is Heed's main window. Widget pointers are kept as fields so that
 // tests can drive them and the refresh loop can update them in place.
 type Window struct {
+	eng    *engine.Engine
 	win    fyne.Window
 	status *widget.Label
 	hosts  *widget.Label
 }
 
-// New builds the main window of app a. It does not show it.
-func New(a fyne.App, opt Options) *Window {
+// New builds the main window of app a over the engine eng. It does not
+// show it.
+func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 	w := &Window{
+		eng:    eng,
 		win:    a.NewWindow("Heed"),
 		status: widget.NewLabel("Heed " + opt.Version + " · database " + opt.DBPath + " · downloads to " + opt.Dir),
 		hosts:  widget.NewLabel("No hosts yet. Queued URLs will appear here, one row per host."),

@@ -10,7 +10,7 @@ import (
 
 func TestNew_TitleAndStatus(t *testing.T) {
 	a := test.NewTempApp(t)
-	w := New(a, Options{Version: "0.1.0", DBPath: "/tmp/heed.db", Dir: "/tmp/dl"})
+	w := New(a, nil, Options{Version: "0.1.0", DBPath: "/tmp/heed.db", Dir: "/tmp/dl"})
 	require.NotNil(t, w.Window())
 	assert.Equal(t, "Heed", w.Window().Title())
 	assert.Contains(t, w.status.Text, "0.1.0")

@@ -1,0 +1,232 @@
+// Package cli is Heed's headless command line (SPEC §9): get, add, jobs,
+// hosts, host, history, demo and version. It wires storage and the engine
+// together the same way the window does, and imports no Fyne, so scripts
+// and servers can run Heed without a display.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"heed/storage"
+)
+
+// Exit codes (SPEC §9).
+const (
+	ExitOK        = 0   // every job done
+	ExitFailed    = 1   // a job failed, or could not run
+	ExitUsage     = 2   // bad usage
+	ExitUnusable  = 3   // the database or download folder is unusable
+	ExitInterrupt = 130 // stopped by SIGINT
+)
+
+// Env is what a command sees of the world: its streams and Heed's version.
+type Env struct {
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	Version        string
+	// Interactive reports whether Stdout is a terminal (progress bars)
+	// rather than a file or pipe (plain lines).
+	Interactive bool
+}
+
+// Commands are the subcommands Main knows, for its usage text.
+var Commands = []struct{ Name, Usage, Summary string }{
+	{"get", "get [flags] [URL...|-i FILE|-]", "queue URLs, then download headless until nothing is runnable"},
+	{"add", "add [flags] URL...|-i FILE|-", "queue URLs only"},
+	{"jobs", "jobs [--json] [--state S]", "list jobs"},
+	{"hosts", "hosts [--json]", "list hosts and their politeness state"},
+	{"host", "host HOST [--pause|--resume] [--rate N] [--burst N] [--max-inflight N] …", "show or change one host"},
+	{"history", "history [--json|--csv] [--host H] [--outcome O] [--limit N]", "list attempts, newest first"},
+	{"demo", "demo [flags]", "serve demo hosts on loopback and download from them"},
+	{"version", "version", "print the version"},
+	{"help", "help", "print this summary"},
+}
+
+// Is reports whether name is one of the subcommands.
+func Is(name string) bool {
+	for _, c := range Commands {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Main runs subcommand args[0] with the rest of args and returns the exit code.
+func Main(ctx context.Context, env Env, args []string) int {
+	if len(args) == 0 {
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	name, rest := args[0], args[1:]
+	var run func(context.Context, Env, []string) int
+	switch name {
+	case "get":
+		run = cmdGet
+	case "add":
+		run = cmdAdd
+	case "jobs":
+		run = cmdJobs
+	case "hosts":
+		run = cmdHosts
+	case "host":
+		run = cmdHost
+	case "history":
+		run = cmdHistory
+	case "demo":
+		run = cmdDemo
+	case "version":
+		fmt.Fprintf(env.Stdout, "heed %s\n", env.Version)
+		return ExitOK
+	case "help":
+		usage(env.Stdout)
+		return ExitOK
+	default:
+		fmt.Fprintf(env.Stderr, "heed: unknown command %q\n", name)
+		usage(env.Stderr)
+		return ExitUsage
+	}
+	return run(ctx, env, rest)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: heed [--db FILE] [--dir FOLDER]      open the window")
+	for _, c := range Commands {
+		fmt.Fprintf(w, "       heed %-60s %s\n", c.Usage, c.Summary)
+	}
+}
+
+// common holds the flags every subcommand takes.
+type common struct {
+	db, dir string
+}
+
+func (c *common) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.db, "db", "", "database `file` (default: heed.db in the user's data directory)")
+	fs.StringVar(&c.dir, "dir", "", "download `folder` (default: the current folder)")
+}
+
+// newFlags makes a flag set that reports errors to env.Stderr.
+func newFlags(env Env, name string) (*flag.FlagSet, *common) {
+	fs := flag.NewFlagSet("heed "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	c := &common{}
+	c.register(fs)
+	return fs, c
+}
+
+// parse parses args, allowing flags after positional arguments too
+// (`heed get URL --rate 600`), as people type them.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// usageErr prints a usage error and returns ExitUsage.
+func usageErr(env Env, format string, a ...any) int {
+	fmt.Fprintf(env.Stderr, "heed: "+format+"\n", a...)
+	return ExitUsage
+}
+
+// flagErr maps a flag parsing error to an exit code (help is not an error).
+func flagErr(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	return ExitUsage
+}
+
+// DBPath returns the database path: p, or storage's default.
+func DBPath(p string) (string, error) {
+	if p != "" {
+		return p, nil
+	}
+	return storage.DefaultPath()
+}
+
+// openDB opens the database, printing a clear message naming the file when
+// it is unusable (S6, RELIABILITY F36).
+func openDB(env Env, c *common) (*storage.DB, int) {
+	path, err := DBPath(c.db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return nil, ExitUnusable
+	}
+	db, err := storage.Open(path)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return nil, ExitUnusable
+	}
+	return db, ExitOK
+}
+
+// downloadDir returns the download folder (the current folder by default,
+// as curl and wget do), created if missing.
+func downloadDir(env Env, c *common) (string, int) {
+	dir := c.dir
+	if dir == "" {
+		dir = "."
+	}
+	abs, err := filepath.Abs(dir)
+	if err == nil {
+		err = os.MkdirAll(abs, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: download folder %s: %v\n", dir, err)
+		return "", ExitUnusable
+	}
+	return abs, ExitOK
+}
+
+// readURLs collects the URL text of get and add: arguments, -i FILE, or -
+// for standard input.
+func readURLs(env Env, args []string, input string) (string, error) {
+	var b strings.Builder
+	for _, a := range args {
+		if a == "-" {
+			data, err := io.ReadAll(env.Stdin)
+			if err != nil {
+				return "", fmt.Errorf("reading standard input: %w", err)
+			}
+			b.Write(data)
+			b.WriteByte('\n')
+			continue
+		}
+		b.WriteString(a)
+		b.WriteByte('\n')
+	}
+	if input != "" {
+		var data []byte
+		var err error
+		if input == "-" {
+			data, err = io.ReadAll(env.Stdin)
+		} else {
+			data, err = os.ReadFile(input)
+		}
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", input, err)
+		}
+		b.Write(data)
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"heed/engine"
+	"heed/storage"
+)
+
+// cmdGet queues the given URLs, then downloads everything queued until
+// nothing is runnable (SPEC §9).
+func cmdGet(ctx context.Context, env Env, args []string) int {
+	return queueAndRun(ctx, env, "get", args, true)
+}
+
+// cmdAdd only queues.
+func cmdAdd(ctx context.Context, env Env, args []string) int {
+	return queueAndRun(ctx, env, "add", args, false)
+}
+
+func queueAndRun(ctx context.Context, env Env, name string, args []string, download bool) int {
+	fs, c := newFlags(env, name)
+	input := fs.String("i", "", "read URLs from `file`, one or more per line (- for standard input)")
+	again := fs.Bool("again", false, "queue URLs that are already done, failed or cancelled again")
+	workers := fs.Int("workers", 16, "requests in flight across all hosts (L1)")
+	globalRate := fs.Float64("global-rate", 0, "requests per `second` across all hosts, 0 = no cap (L2)")
+	bandwidth := fs.Int64("bandwidth", 0, "download `bytes` per second across all hosts, 0 = no cap (L2)")
+	maxSize := fs.Int64("max-size", 0, "largest file in `bytes`, 0 = no cap (F8)")
+	userAgent := fs.String("user-agent", "", "User-Agent header (default: Heed/VERSION)")
+	allowDowngrade := fs.Bool("allow-downgrade", false, "follow redirects from https to http (N2)")
+	tf := registerTunables(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	tf.visited()
+	defaults, err := tf.apply(engine.DefaultTunables())
+	if err != nil {
+		return usageErr(env, "%v", err)
+	}
+	if *workers < 1 || *workers > 4096 {
+		return usageErr(env, "--workers: %d is out of range 1…4096", *workers)
+	}
+	if *globalRate < 0 || *bandwidth < 0 || *maxSize < 0 {
+		return usageErr(env, "--global-rate, --bandwidth and --max-size cannot be negative")
+	}
+	if !download && len(pos) == 0 && *input == "" {
+		return usageErr(env, "add: no URLs given (pass URLs, -i FILE, or - for standard input)")
+	}
+	text, err := readURLs(env, pos, *input)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUsage
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return code
+	}
+	defer db.Close()
+	dir, code := downloadDir(env, c)
+	if code != ExitOK {
+		return code
+	}
+	p := newProgress(env)
+	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{
+		Dir: dir, Version: env.Version, UserAgent: *userAgent, Defaults: defaults, Workers: *workers,
+		GlobalRatePerSec: *globalRate, BandwidthBytesPerSec: *bandwidth, MaxSize: *maxSize,
+		AllowDowngrade: *allowDowngrade, OnJob: p.jobEnded,
+	})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	defer eng.Close()
+
+	rejected := false
+	if strings.TrimSpace(text) != "" {
+		rep, err := eng.Add(ctx, text)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
+			return ExitUnusable
+		}
+		for _, r := range rep.Rejected {
+			fmt.Fprintf(env.Stderr, "heed: rejected %q (line %d): %s\n", r.Text, r.Line, r.Reason)
+		}
+		rejected = len(rep.Rejected) > 0
+		requeued := 0
+		if *again && len(rep.Duplicates) > 0 {
+			ids, err := eng.RetryURLs(ctx, rep.Duplicates)
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "heed: queueing again: %v\n", err)
+				return ExitUnusable
+			}
+			requeued = len(ids)
+		}
+		fmt.Fprintf(env.Stderr, "queued %d, duplicates %d (queued again %d), rejected %d\n",
+			len(rep.Queued), len(rep.Duplicates), requeued, len(rep.Rejected))
+		if len(rep.Queued) == 0 && len(rep.Duplicates) == 0 {
+			return ExitUsage
+		}
+	}
+	if !download {
+		if rejected {
+			return ExitFailed
+		}
+		return ExitOK
+	}
+
+	stopDraw := p.start(eng)
+	err = eng.RunUntilIdle(ctx)
+	stopDraw()
+	interrupted := ctx.Err() != nil
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	counts, err := db.CountsByState(context.Background())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	p.summary(counts, interrupted)
+	switch {
+	case interrupted:
+		return ExitInterrupt
+	case p.failed > 0 || counts[storage.StateQueued] > 0 || rejected:
+		return ExitFailed
+	}
+	return ExitOK
+}
+
+// progress shows what get is doing: bars redrawn in place on a terminal,
+// one plain line per finished attempt otherwise.
+type progress struct {
+	env Env
+
+	mu      sync.Mutex
+	drawn   int // lines of bars on screen
+	done    int
+	failed  int
+	retried int
+	bytes   int64
+	started time.Time
+}
+
+func newProgress(env Env) *progress { return &progress{env: env, started: time.Now()} }
+
+// jobEnded is the engine's OnJob hook: it runs on attempt goroutines.
+func (p *progress) jobEnded(j engine.JobEnd) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	switch j.Outcome {
+	case "ok":
+		p.done++
+		p.bytes += j.Bytes
+		fmt.Fprintf(p.env.Stdout, "done     %s → %s (%s, sha256 %s)\n", j.URL, j.File, humanBytes(j.Bytes), j.SHA256)
+	case "failed":
+		p.failed++
+		fmt.Fprintf(p.env.Stdout, "failed   %s: %s\n", j.URL, j.Err)
+	case "retry", "throttled":
+		p.retried++
+		wait := time.Until(j.NotBefore).Round(100 * time.Millisecond)
+		fmt.Fprintf(p.env.Stdout, "%-8s %s: %s; next try in %s\n", j.Outcome, j.URL, j.Err, max(wait, 0))
+	case "canceled":
+		fmt.Fprintf(p.env.Stdout, "stopped  %s (partial file kept)\n", j.URL)
+	}
+}
+
+// start draws bars every 250 ms on a terminal; the returned func stops it.
+func (p *progress) start(eng *engine.Engine) func() {
+	if !p.env.Interactive {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				p.mu.Lock()
+				p.clear()
+				p.mu.Unlock()
+				return
+			case <-t.C:
+				p.draw(eng.Active())
+			}
+		}
+	}()
+	return func() { close(stop); wg.Wait() }
+}
+
+// clear erases the bars drawn last (caller holds mu).
+func (p *progress) clear() {
+	for ; p.drawn > 0; p.drawn-- {
+		fmt.Fprint(p.env.Stdout, "\x1b[1A\x1b[2K")
+	}
+}
+
+func (p *progress) draw(active []engine.Active) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.clear()
+	const maxRows = 8
+	for i, a := range active {
+		if i == maxRows {
+			fmt.Fprintf(p.env.Stdout, "  … and %d more\n", len(active)-maxRows)
+			p.drawn++
+			break
+		}
+		fmt.Fprintln(p.env.Stdout, bar(a, time.Now()))
+		p.drawn++
+	}
+	fmt.Fprintf(p.env.Stdout, "%d done, %d failed, %d retries, %s in %s\n", p.done, p.failed, p.retried,
+		humanBytes(p.bytes), time.Since(p.started).Round(time.Second))
+	p.drawn++
+}
+
+// bar renders one download as a line: host, a bar, percent, speed, URL.
+func bar(a engine.Active, now time.Time) string {
+	const width = 24
+	frac := -1.0
+	if a.Size > 0 {
+		frac = min(float64(a.Bytes)/float64(a.Size), 1)
+	}
+	var b strings.Builder
+	b.WriteString("▕")
+	if frac < 0 {
+		b.WriteString(strings.Repeat("·", width))
+	} else {
+		n := int(frac * width)
+		b.WriteString(strings.Repeat("█", n) + strings.Repeat("░", width-n))
+	}
+	b.WriteString("▏")
+	pct := "   ?"
+	if frac >= 0 {
+		pct = fmt.Sprintf("%3.0f%%", frac*100)
+	}
+	speed := ""
+	if el := now.Sub(a.Started).Seconds(); el > 0.2 {
+		speed = humanBytes(int64(float64(a.Bytes-a.StartBytes)/el)) + "/s"
+	}
+	return fmt.Sprintf("%-22.22s %s %s %10s  %s", a.Host, b.String(), pct, speed, a.URL)
+}
+
+func (p *progress) summary(counts map[storage.State]int64, interrupted bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.env.Stderr
+	fmt.Fprintf(w, "this run: %d done (%s), %d failed, %d retries in %s\n", p.done, humanBytes(p.bytes),
+		p.failed, p.retried, time.Since(p.started).Round(time.Millisecond))
+	if q := counts[storage.StateQueued]; q > 0 {
+		why := "held by paused hosts (heed hosts shows why; heed host HOST --resume)"
+		if interrupted {
+			why = "still queued (partial files kept; run heed get again to resume)"
+		}
+		fmt.Fprintf(w, "%d jobs %s\n", q, why)
+	}
+}
+
+// humanBytes renders n as 1.5 KiB, 20 MiB ….
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+var _ io.Writer = (*strings.Builder)(nil)

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"heed/engine"
+	"heed/storage"
+)
+
+// cmdHost shows one host, or changes it: pause or resume it, act on its
+// breaker, or retune it. Changes are stored at once and picked up by a
+// Heed started later (a running Heed holds the database: S6).
+func cmdHost(ctx context.Context, env Env, args []string) int {
+	fs, c := newFlags(env, "host")
+	pause := fs.Bool("pause", false, "pause the host (G9)")
+	resume := fs.Bool("resume", false, "resume the host (G9)")
+	probe := fs.Bool("probe", false, "breaker: probe now, open → half-open (B5)")
+	reset := fs.Bool("reset", false, "breaker: reset to closed (B5)")
+	trip := fs.Bool("trip", false, "breaker: trip open (B5)")
+	clear := fs.Bool("follow-defaults", false, "drop the host's own tunables and follow the defaults")
+	asJSON := fs.Bool("json", false, "print the host as one JSON object")
+	tf := registerTunables(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	tf.visited()
+	if len(pos) != 1 {
+		return usageErr(env, "host: give exactly one HOST (such as example.com or example.com:8080)")
+	}
+	if *pause && *resume {
+		return usageErr(env, "host: --pause and --resume together make no sense")
+	}
+	host, err := engine.HostKey("http://" + pos[0] + "/")
+	if err != nil {
+		return usageErr(env, "host: %q is not a host name: %v", pos[0], err)
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return code
+	}
+	defer db.Close()
+	var bad error
+	state, err := engine.EditHost(ctx, storage.EngineStore(db), host, func(core *engine.Core) {
+		if *clear {
+			core.ClearHostTunables(host)
+		}
+		if tf.any() {
+			cur, _ := core.HostTunables(host)
+			t, err := tf.apply(cur)
+			if err != nil {
+				bad = err
+				return
+			}
+			if err := core.SetHostTunables(host, t); err != nil {
+				bad = err
+				return
+			}
+		}
+		switch {
+		case *pause:
+			core.PauseHost(host, "paused from the command line")
+		case *resume:
+			core.ResumeHost(host)
+		}
+		switch {
+		case *trip:
+			core.TripBreaker(host)
+		case *reset:
+			core.ResetBreaker(host)
+		case *probe:
+			core.ProbeNow(host)
+		}
+	})
+	if bad != nil {
+		return usageErr(env, "%v", bad)
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	if *asJSON {
+		json.NewEncoder(env.Stdout).Encode(state)
+		return ExitOK
+	}
+	t := state.Effective
+	fmt.Fprintf(env.Stdout, "host          %s\n", host)
+	fmt.Fprintf(env.Stdout, "paused        %v %s\n", state.Paused, state.PauseReason)
+	fmt.Fprintf(env.Stdout, "backoff level %d\n", state.Level)
+	if !state.Gate.IsZero() {
+		fmt.Fprintf(env.Stdout, "gate          %s\n", state.Gate.Format("2006-01-02 15:04:05 MST"))
+	}
+	fmt.Fprintf(env.Stdout, "breaker       %s (%d failures)\n", state.Breaker, state.Failures)
+	own := "defaults"
+	if state.Tunables != nil {
+		own = "its own"
+	}
+	fmt.Fprintf(env.Stdout, "tunables      %s: %.4g/min, burst %d, %d in flight, jitter %s–%s, backoff %s–%s, breaker %d/%s, %d attempts %s\n",
+		own, t.RatePerMin, t.Burst, t.MaxInflight, t.JitterMin, t.JitterMax, t.BackoffBase, t.BackoffMax,
+		t.FailureThreshold, t.RecoveryTimeout, t.Retry.MaxAttempts, t.Retry.Strategy)
+	return ExitOK
+}

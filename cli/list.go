@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"heed/engine"
+	"heed/storage"
+)
+
+// cmdJobs lists jobs, as a table or as JSON lines.
+func cmdJobs(ctx context.Context, env Env, args []string) int {
+	fs, c := newFlags(env, "jobs")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	state := fs.String("state", "", "only jobs in this `state` (queued, active, paused, done, failed, cancelled)")
+	host := fs.String("host", "", "only jobs of this `host`")
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
+	if *state != "" && !storage.State(*state).Valid() {
+		return usageErr(env, "--state: %q is not a job state (queued, active, paused, done, failed, cancelled)", *state)
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return code
+	}
+	defer db.Close()
+	f := storage.JobFilter{State: storage.State(*state), Host: *host}
+	if *asJSON {
+		if err := db.ExportJobsJSON(ctx, env.Stdout, f); err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tHOST\tATTEMPTS\tBYTES\tFILE\tURL\tLAST ERROR")
+	jobs, err := db.JobsPage(ctx, f)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Host, j.Attempts, j.Bytes, j.File, j.URL, j.LastError)
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+// hostLine is one host in `heed hosts --json`.
+type hostLine struct {
+	Host        string           `json:"host"`
+	Paused      bool             `json:"paused"`
+	PauseReason string           `json:"pause_reason,omitempty"`
+	Level       int              `json:"backoff_level"`
+	Gate        *time.Time       `json:"gate,omitempty"`
+	Breaker     string           `json:"breaker_state"`
+	Failures    int              `json:"failures"`
+	LastStatus  int              `json:"last_status"`
+	Own         bool             `json:"own_tunables"`
+	Tunables    *engine.Tunables `json:"tunables,omitempty"`
+	Jobs        map[string]int64 `json:"jobs"`
+}
+
+// cmdHosts lists every host with its persisted politeness state and job counts.
+func cmdHosts(ctx context.Context, env Env, args []string) int {
+	fs, c := newFlags(env, "hosts")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return code
+	}
+	defer db.Close()
+	lines, err := hostLines(ctx, db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.Stdout)
+		for _, l := range lines {
+			enc.Encode(l)
+		}
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tQUEUED\tDONE\tFAILED\tLAST")
+	now := time.Now()
+	for _, l := range lines {
+		state, wait := "running", ""
+		if l.Gate != nil && l.Gate.After(now) {
+			state, wait = "waiting", l.Gate.Sub(now).Round(time.Second).String()
+		}
+		if l.Breaker == "open" {
+			state = "breaker open"
+		}
+		if l.Paused {
+			state = "paused"
+			if l.PauseReason != "" {
+				state += " (" + l.PauseReason + ")"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", l.Host, state, l.Level, wait, l.Breaker,
+			l.Jobs["queued"], l.Jobs["done"], l.Jobs["failed"], l.LastStatus)
+	}
+	tw.Flush()
+	return ExitOK
+}
+
+// hostLines joins the hosts table with job counts: a host with jobs but no
+// politeness state yet is listed too.
+func hostLines(ctx context.Context, db *storage.DB) ([]hostLine, error) {
+	states, err := storage.EngineStore(db).LoadHosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := db.CountsByHost(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byHost := map[string]*hostLine{}
+	for _, s := range states {
+		l := &hostLine{Host: s.Host, Paused: s.Paused, PauseReason: s.PauseReason, Level: s.Level,
+			Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
+			Tunables: s.Tunables}
+		if !s.Gate.IsZero() {
+			g := s.Gate
+			l.Gate = &g
+		}
+		byHost[s.Host] = l
+	}
+	for h, m := range counts {
+		l := byHost[h]
+		if l == nil {
+			l = &hostLine{Host: h, Breaker: engine.Closed.String()}
+			byHost[h] = l
+		}
+		l.Jobs = map[string]int64{}
+		for st, n := range m {
+			l.Jobs[string(st)] = n
+		}
+	}
+	out := make([]hostLine, 0, len(byHost))
+	for _, l := range byHost {
+		if l.Jobs == nil {
+			l.Jobs = map[string]int64{}
+		}
+		out = append(out, *l)
+	}
+	slices.SortFunc(out, func(a, b hostLine) int { return strings.Compare(a.Host, b.Host) })
+	return out, nil
+}
+
+// cmdHistory prints attempts, newest first.
+func cmdHistory(ctx context.Context, env Env, args []string) int {
+	fs, c := newFlags(env, "history")
+	asJSON := fs.Bool("json", false, "one JSON object per line")
+	asCSV := fs.Bool("csv", false, "CSV with a header line")
+	host := fs.String("host", "", "only attempts to this `host`")
+	outcome := fs.String("outcome", "", "only attempts with this `outcome` (ok, retry, throttled, failed, redirect, canceled)")
+	limit := fs.Int("limit", 0, "at most `N` attempts, 0 = all")
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
+	if *asJSON && *asCSV {
+		return usageErr(env, "history: choose one of --json and --csv")
+	}
+	if *limit < 0 {
+		return usageErr(env, "--limit cannot be negative")
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return code
+	}
+	defer db.Close()
+	f := storage.HistoryFilter{Host: *host, Outcome: *outcome, Limit: *limit}
+	var err error
+	switch {
+	case *asJSON:
+		err = db.ExportHistoryJSON(ctx, env.Stdout, f)
+	case *asCSV:
+		err = db.ExportHistoryCSV(ctx, env.Stdout, f)
+	default:
+		var page []storage.Attempt
+		page, err = db.HistoryPage(ctx, f)
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STARTED\tJOB\tTRY\tHOST\tSTATUS\tOUTCOME\tMS\tBYTES\tLEVEL\tBREAKER\tERROR")
+		for _, a := range page {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", a.StartedAt.Format("15:04:05.000"), a.JobID,
+				a.Attempt, a.Host, a.Status, a.Outcome, a.Duration.Milliseconds(), a.Bytes, a.BackoffLevel, a.BreakerState, a.Error)
+		}
+		tw.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	return ExitOK
+}
