@@ -75,12 +75,19 @@ type Engine struct {
 	active map[int64]*activeJob
 }
 
+// resumeWorthy is the size from which a download's part file is recorded
+// as soon as it starts: below it, a crash simply fetches the file again.
+const resumeWorthy = 1 << 20
+
 // activeJob is a download in progress.
 type activeJob struct {
 	info   Active
 	bytes  atomic.Int64
+	size   atomic.Int64
 	cancel context.CancelCauseFunc
 }
+
+func (a *activeJob) setSize(n int64) { a.size.Store(n) }
 
 // Active describes a download in progress, for the window and the CLI.
 type Active struct {
@@ -315,6 +322,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	a := &activeJob{cancel: cancel, info: Active{JobID: job.ID, URL: job.URL, Host: job.Host, Attempt: n,
 		Started: time.Now(), StartBytes: job.Resume.Bytes, Size: job.Resume.Size}}
 	a.bytes.Store(job.Resume.Bytes)
+	a.size.Store(job.Resume.Size)
 	e.mu.Lock()
 	e.active[job.ID] = a
 	e.mu.Unlock()
@@ -328,6 +336,20 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 		LastModified: job.Resume.LastModified, Size: job.Resume.Size}
 	if req.Part == "" {
 		req.Size = -1
+	}
+	req.Started = func(r fetch.Result) {
+		a.setSize(r.Size)
+		// Persist where the bytes go before they flow, so a crash resumes
+		// from the part (F5, S2). Small files are cheaper to fetch again
+		// than to record twice.
+		if r.Size >= 0 && r.Size < resumeWorthy {
+			return
+		}
+		err := e.store.SaveResume(context.Background(), job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
+			ETag: r.ETag, LastModified: r.LastModified})
+		if err != nil {
+			e.log.Error("recording a partial file", "job", job.ID, "err", err)
+		}
 	}
 	var lastBeat time.Time
 	progress := func(n int64) {
@@ -432,7 +454,10 @@ func (e *Engine) finish(job JobRecord, n int, d Dispatch, dec Decision, res fetc
 		// moved the job elsewhere.
 		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
 			err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: end, Err: "interrupted", Resume: resume})
-			if errors.Is(err, ErrNotQueued) {
+			switch {
+			case err == nil: // Heed is stopping: the job waits for the next run
+				e.core.Add(job.ID, job.Host, end)
+			case errors.Is(err, ErrNotQueued):
 				err = nil
 			}
 		}
@@ -518,6 +543,7 @@ func (e *Engine) Active() []Active {
 	for _, a := range e.active {
 		info := a.info
 		info.Bytes = a.bytes.Load()
+		info.Size = a.size.Load()
 		out = append(out, info)
 	}
 	e.mu.Unlock()

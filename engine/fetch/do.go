@@ -393,6 +393,11 @@ func (a *attempt) stream(body io.Reader, total int64) {
 		idle.Stop()
 		defer idle.Stop()
 	}
+	if a.req.Started != nil {
+		r := a.res
+		r.Bytes = a.have
+		a.req.Started(r)
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n := len(buf)

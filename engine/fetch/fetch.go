@@ -110,6 +110,12 @@ const (
 // Part, ETag, LastModified and Size are the resume state a previous attempt
 // returned in its Result (Part "" and Size -1 when there is none). Hop counts
 // the redirects followed so far.
+//
+// Started, when not nil, is called once per Do, when the part file is open
+// and the response's validators are known, just before the body is copied.
+// Its Result carries Part, Bytes (already on disk), Size, ETag and
+// LastModified: the caller persists them so that a crash in the middle of
+// the body still resumes from the part (F5, S2).
 type Request struct {
 	URL          *url.URL
 	UserURL      *url.URL
@@ -118,6 +124,7 @@ type Request struct {
 	LastModified string
 	Size         int64
 	Hop          int
+	Started      func(Result)
 }
 
 // Result reports one attempt. Every field is meaningful whatever the outcome:
