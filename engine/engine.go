@@ -366,7 +366,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 		res := e.fetch.Do(jctx, req, progress)
 		end := time.Now()
 		out := Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res), Err: res.Err,
-			Attempts: n - job.Throttled}
+			Attempts: n}
 		dec := e.core.Observe(d, out, end)
 		var next *url.URL // the same attempt goes on with another request
 		switch {

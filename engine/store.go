@@ -29,7 +29,8 @@ type Store interface {
 	// Job returns one job.
 	Job(ctx context.Context, id int64) (JobRecord, error)
 	// MarkActive moves a queued job to active and returns its attempts so
-	// far, this one included. ErrNotQueued when the job is no longer queued.
+	// far, this one included; MarkQueued with Throttled gives the attempt
+	// back (R3). ErrNotQueued when the job is no longer queued.
 	MarkActive(ctx context.Context, id int64) (attempts int, err error)
 	MarkQueued(ctx context.Context, id int64, r Requeued) error
 	MarkDone(ctx context.Context, id int64, d Completed) error

@@ -55,5 +55,5 @@ func Example() {
 	fmt.Println(j.State, j.File, "attempts", j.Attempts, "throttled", j.Throttled, "history", len(hist))
 	// Output:
 	// queued 1 duplicates 1
-	// done a.iso attempts 2 throttled 1 history 2
+	// done a.iso attempts 1 throttled 1 history 2
 }

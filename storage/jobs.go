@@ -51,7 +51,7 @@ type Job struct {
 	Size         int64 // expected total size; -1 = unknown
 	Bytes        int64 // bytes on disk in Part, or of File when done
 	SHA256       string
-	Attempts     int // attempts started (MarkActive); Requeue resets it
+	Attempts     int // attempts started (MarkActive) that were not throttled (R3); Requeue resets it
 	Throttled    int // throttle responses seen
 	LastError    string
 	LastStatus   int
@@ -224,7 +224,9 @@ type Retry struct {
 	NotBefore time.Time // earliest next start (retry delay, Retry-After)
 	Err       string    // what went wrong, shown to the user
 	Status    int       // last HTTP status, 0 if none
-	Throttled bool      // the response was a throttle response: counts in Job.Throttled
+	// Throttled: the response was a throttle response. It counts in Job.Throttled and gives back
+	// the attempt MarkActive counted: throttles use no attempt (R3).
+	Throttled bool
 	// Progress, if set, is saved in the same commit: what is on disk for the resume.
 	Progress *Progress
 }
@@ -238,14 +240,14 @@ func (db *DB) MarkQueued(ctx context.Context, id int64, r Retry) error {
 	}
 	if p := r.Progress; p != nil {
 		return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
-			last_error = ?, last_status = ?, throttled = throttled + ?, updated_at = ?,
+			last_error = ?, last_status = ?, throttled = throttled + ?, attempts = attempts - ?, updated_at = ?,
 			part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?
-			WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, nanos(db.now()),
+			WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, thr, nanos(db.now()),
 			p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, id)
 	}
 	return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
-		last_error = ?, last_status = ?, throttled = throttled + ?, updated_at = ?
-		WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, nanos(db.now()), id)
+		last_error = ?, last_status = ?, throttled = throttled + ?, attempts = attempts - ?, updated_at = ?
+		WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, thr, nanos(db.now()), id)
 }
 
 // Done describes a completed download.

@@ -138,7 +138,7 @@ func TestTransitions_J3_AttemptsAndFields(t *testing.T) {
 
 	n, err = db.MarkActive(bg, id)
 	require.NoError(t, err)
-	assert.Equal(t, 2, n, "the second attempt")
+	assert.Equal(t, 1, n, "the throttle gave its attempt back (R3)")
 	require.NoError(t, db.MarkDone(bg, id, Done{File: "f", Bytes: 1000, SHA256: "abc", Status: 206}))
 	j, err = db.Job(bg, id)
 	require.NoError(t, err)
@@ -147,7 +147,8 @@ func TestTransitions_J3_AttemptsAndFields(t *testing.T) {
 	assert.Empty(t, j.Part, "the part became the file")
 	assert.Equal(t, int64(1000), j.Bytes)
 	assert.Equal(t, "abc", j.SHA256)
-	assert.Equal(t, 2, j.Attempts)
+	assert.Equal(t, 1, j.Attempts)
+	assert.Equal(t, 1, j.Throttled)
 }
 
 func TestTransitions_J3_RefusedInWrongState(t *testing.T) {
