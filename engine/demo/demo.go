@@ -8,7 +8,7 @@
 // host falls back to 127.0.0.1 on its own port, which still gives it its own
 // host key, since the key includes a non-default port.
 //
-// Every host serves Files files at /files/00000.bin, /files/00001.bin, … and
+// Every host serves Files files at /files/NAME-00000.bin, /files/NAME-00001.bin, … and
 // a small HTML index at /. A file's bytes are a pure function of the seed,
 // the host's name and the file's index, generated on the fly: nothing is held
 // in memory, and Expected gives a file's SHA-256 without downloading it.
@@ -165,7 +165,7 @@ func (h HostSpec) withDefaults() HostSpec {
 // Config describes a demo server: its hosts and the files each one serves.
 //
 //   - Hosts: one listener per entry, in order.
-//   - Files: number of files per host, named /files/00000.bin onwards.
+//   - Files: number of files per host, named /files/NAME-00000.bin onwards.
 //   - FileSize: size of every file in bytes, or the smallest size when
 //     MaxFileSize is larger.
 //   - MaxFileSize: when larger than FileSize, each file's size is drawn
@@ -393,7 +393,7 @@ func (s *Server) URLs() []string {
 	out := make([]string, 0, len(s.hosts)*s.cfg.Files)
 	for _, h := range s.hosts {
 		for i := range s.cfg.Files {
-			out = append(out, h.base+filePath(i))
+			out = append(out, h.base+filePath(h.spec.Name, i))
 		}
 	}
 	return out
@@ -441,7 +441,7 @@ func (s *Server) lookup(rawURL string) (*host, int, bool) {
 	if h == nil {
 		return nil, 0, false
 	}
-	i, ok := parseFilePath(u.Path, s.cfg.Files)
+	i, ok := parseFilePath(u.Path, h.spec.Name, s.cfg.Files)
 	if !ok {
 		return nil, 0, false
 	}
@@ -490,15 +490,17 @@ func (s *Server) record(r Request) {
 	s.mu.Unlock()
 }
 
-// filePath is the URL path of file i.
-func filePath(i int) string {
-	return fmt.Sprintf("/files/%05d.bin", i)
+// filePath is the URL path of file i of host name. The host's name is
+// part of the file name, so files of different hosts never share a name in
+// one download folder.
+func filePath(name string, i int) string {
+	return fmt.Sprintf("/files/%s-%05d.bin", url.PathEscape(name), i)
 }
 
-// parseFilePath returns the index of the file at p, accepting only the
-// exact spelling filePath produces, so each file has exactly one URL.
-func parseFilePath(p string, files int) (int, bool) {
-	num, ok := strings.CutPrefix(p, "/files/")
+// parseFilePath returns the index of host name's file at p, accepting only
+// the exact spelling filePath produces, so each file has exactly one URL.
+func parseFilePath(p, name string, files int) (int, bool) {
+	num, ok := strings.CutPrefix(p, "/files/"+url.PathEscape(name)+"-")
 	if !ok {
 		return 0, false
 	}
@@ -507,7 +509,7 @@ func parseFilePath(p string, files int) (int, bool) {
 		return 0, false
 	}
 	i, err := strconv.Atoi(num)
-	if err != nil || i < 0 || i >= files || filePath(i) != p {
+	if err != nil || i < 0 || i >= files || filePath(name, i) != p {
 		return 0, false
 	}
 	return i, true

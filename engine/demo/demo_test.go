@@ -89,8 +89,8 @@ func TestStart_EachHostIsADistinctHostKey(t *testing.T) {
 
 	urls := s.URLs()
 	assert.Len(t, urls, 5*60)
-	assert.Equal(t, hosts[0].BaseURL+"/files/00000.bin", urls[0])
-	assert.Equal(t, hosts[4].BaseURL+"/files/00059.bin", urls[len(urls)-1])
+	assert.Equal(t, hosts[0].BaseURL+"/files/healthy-00000.bin", urls[0])
+	assert.Equal(t, hosts[4].BaseURL+"/files/dropping-00059.bin", urls[len(urls)-1])
 }
 
 func TestStart_RejectsBadConfig(t *testing.T) {
@@ -163,10 +163,11 @@ func TestExpected_UnknownURLs(t *testing.T) {
 	s := start(t, oneHost(HostSpec{Name: "h"}, 3, 100))
 	base := s.Hosts()[0].BaseURL
 	cases := []struct{ name, url string }{
-		{"past the last file", base + "/files/00003.bin"},
-		{"other spelling", base + "/files/1.bin"},
+		{"past the last file", base + "/files/h-00003.bin"},
+		{"other spelling", base + "/files/h-1.bin"},
+		{"another host's name", base + "/files/g-00000.bin"},
 		{"index page", base + "/"},
-		{"other host", "http://127.0.0.1:1/files/00000.bin"},
+		{"other host", "http://127.0.0.1:1/files/h-00000.bin"},
 		{"not a URL", "::"},
 	}
 	for _, tc := range cases {
@@ -177,9 +178,10 @@ func TestExpected_UnknownURLs(t *testing.T) {
 		})
 	}
 	c := newClient(t)
-	assert.Equal(t, http.StatusNotFound, fetch(t, c, http.MethodGet, base+"/files/1.bin", nil).status)
-	assert.Equal(t, http.StatusNotFound, fetch(t, c, http.MethodGet, base+"/files/00003.bin", nil).status)
-	assert.Equal(t, http.StatusMethodNotAllowed, fetch(t, c, http.MethodPost, base+"/files/00000.bin", nil).status)
+	assert.Equal(t, http.StatusNotFound, fetch(t, c, http.MethodGet, base+"/files/h-1.bin", nil).status)
+	assert.Equal(t, http.StatusNotFound, fetch(t, c, http.MethodGet, base+"/files/h-00003.bin", nil).status)
+	assert.Equal(t, http.StatusMethodNotAllowed, fetch(t, c, http.MethodPost, base+"/files/h-00000.bin", nil).status)
+	assert.Equal(t, http.StatusOK, fetch(t, c, http.MethodGet, base+"/files/h-00002.bin", nil).status)
 }
 
 func TestExpected_SameSeedSameBytesAcrossRuns(t *testing.T) {
@@ -505,13 +507,13 @@ func TestLog_RecordsWhatEachHostReceived(t *testing.T) {
 		assert.False(t, e.Time.IsZero())
 	}
 	assert.Equal(t, Request{
-		Time: byHost["ok"].Time, Host: "ok", Method: "GET", Path: "/files/00001.bin",
+		Time: byHost["ok"].Time, Host: "ok", Method: "GET", Path: "/files/ok-00001.bin",
 		Range: "bytes=100-", IfRange: `"x"`, Status: http.StatusOK, Bytes: 500,
 	}, byHost["ok"])
 	busy := byHost["busy"]
 	assert.Equal(t, http.StatusTooManyRequests, busy.Status)
 	assert.Equal(t, "3", busy.RetryAfter)
-	assert.Equal(t, "/files/00000.bin", busy.Path)
+	assert.Equal(t, "/files/busy-00000.bin", busy.Path)
 
 	st := s.Stats()
 	assert.EqualValues(t, 1, st[0].Requests)

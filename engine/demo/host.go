@@ -157,7 +157,7 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveIndex(rw)
 		return
 	}
-	i, ok := parseFilePath(r.URL.Path, len(h.files))
+	i, ok := parseFilePath(r.URL.Path, h.spec.Name, len(h.files))
 	if !ok {
 		http.NotFound(rw, r)
 		return
@@ -198,7 +198,7 @@ func (h *host) serveIndex(w http.ResponseWriter) {
 	fmt.Fprintf(&b, "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Heed demo: %s</title></head><body>\n", name)
 	fmt.Fprintf(&b, "<h1>Heed demo host %s</h1>\n<p>Behavior: %s. %d files.</p>\n<ul>\n", name, h.spec.Behavior, len(h.files))
 	for i := range h.files {
-		p := filePath(i)
+		p := filePath(h.spec.Name, i)
 		fmt.Fprintf(&b, "<li><a href=\"%s\">%s</a> %d bytes</li>\n", p, p[len("/files/"):], h.files[i].size)
 	}
 	b.WriteString("</ul>\n</body></html>\n")

@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // errIdle is the cancellation cause when no body byte arrived within the
@@ -401,7 +403,7 @@ func (a *attempt) stream(body io.Reader, total int64) {
 	buf := make([]byte, 32<<10)
 	for {
 		n := len(buf)
-		if a.f.bw != nil {
+		if a.capped() {
 			if b := a.f.bw.Burst(); b > 0 && b < n {
 				n = b
 			}
@@ -433,6 +435,12 @@ func (a *attempt) stream(body io.Reader, total int64) {
 	a.complete()
 }
 
+// capped reports whether a bandwidth cap applies now: a limiter at
+// rate.Inf (the owner lifted the cap) limits nothing, whatever its burst.
+func (a *attempt) capped() bool {
+	return a.f.bw != nil && a.f.bw.Limit() != rate.Inf
+}
+
 // write appends p to the part, enforcing the size cap, the free-space budget
 // and the bandwidth limit.
 func (a *attempt) write(p []byte, budget int64) bool {
@@ -451,7 +459,7 @@ func (a *attempt) write(p []byte, budget int64) bool {
 		a.fail(Disk, false, fmt.Errorf("not enough free space: stopped at %d bytes", a.have))
 		return false
 	}
-	if a.f.bw != nil {
+	if a.capped() {
 		for rest := len(p); rest > 0; {
 			k := min(rest, max(a.f.bw.Burst(), 1))
 			if err := a.f.bw.WaitN(a.ctx, k); err != nil {
