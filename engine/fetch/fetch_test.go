@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 // serveFile answers every request with content via http.ServeContent, which
@@ -927,4 +928,19 @@ func BenchmarkFetch_Download32MiB(b *testing.B) {
 		}
 		os.Remove(filepath.Join(dir, res.File))
 	}
+}
+
+// L2: a bandwidth limiter whose cap was lifted (rate.Inf, as the engine
+// keeps it when no cap is set) must not slice the body into its burst: a
+// 1 MiB body is written in buffer-sized pieces, not byte by byte.
+func TestFetch_L2_LiftedCapDoesNotSliceWrites(t *testing.T) {
+	content := body(1 << 20)
+	srv, _ := serveFile(t, content, `"v1"`, nil)
+	e := newEnv(t, func(c *Config) { c.Bandwidth = rate.NewLimiter(rate.Inf, 1) })
+	u := mustURL(t, srv.URL+"/big.bin")
+	writes := 0
+	res := e.f.Do(context.Background(), Request{URL: u, UserURL: u, Size: -1}, func(int64) { writes++ })
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, sha(content), res.SHA256)
+	assert.Less(t, writes, 1024, "a 1 MiB body took %d writes", writes)
 }
