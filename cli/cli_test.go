@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"heed/engine"
+)
+
+// run calls Main in-process and returns the exit code, stdout and stderr.
+func run(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), Env{Stdin: strings.NewReader(stdin), Stdout: &out, Stderr: &errb, Version: "9.9.9"}, args)
+	return code, out.String(), errb.String()
+}
+
+func TestMain_UsageErrorsExit2(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	cases := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"unknown command", []string{"fetch"}, `unknown command "fetch"`},
+		{"unknown flag", []string{"get", "--db", db, "--frobnicate"}, "flag provided but not defined"},
+		{"rate zero is not a rate", []string{"get", "--db", db, "--rate", "0"}, "rate_per_min"},
+		{"burst out of bounds", []string{"get", "--db", db, "--burst", "20000"}, "burst"},
+		{"burst not whole", []string{"get", "--db", db, "--burst", "1.5"}, "--burst: 1.5 is not a whole number"},
+		{"bad jitter", []string{"get", "--db", db, "--jitter", "250ms"}, "MIN-MAX"},
+		{"bad strategy", []string{"get", "--db", db, "--retry", "sometimes"}, "--retry"},
+		{"add without URLs", []string{"add", "--db", db}, "no URLs given"},
+		{"bad job state", []string{"jobs", "--db", db, "--state", "sleeping"}, `"sleeping" is not a job state`},
+		{"history json and csv", []string{"history", "--db", db, "--json", "--csv"}, "choose one"},
+		{"host without a name", []string{"host", "--db", db}, "exactly one HOST"},
+		{"host pause and resume", []string{"host", "--db", db, "example.com", "--pause", "--resume"}, "make no sense"},
+		{"only rejected URLs", []string{"add", "--db", db, "ftp://example.com/x"}, "rejected"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := run(t, "", tc.args...)
+			assert.Equal(t, ExitUsage, code, stderr)
+			assert.Contains(t, stderr, tc.msg)
+		})
+	}
+}
+
+// RELIABILITY F36: a file that is not a database is refused with a message
+// naming it, exit 3, and left untouched.
+func TestMain_NotADatabaseExit3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(path, []byte("my notes, not a database"), 0o644))
+	code, _, stderr := run(t, "", "jobs", "--db", path)
+	assert.Equal(t, ExitUnusable, code)
+	assert.Contains(t, stderr, path)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "my notes, not a database", string(b))
+}
+
+// J1, J2 from the command line: add reads arguments and standard input,
+// reports duplicates and rejects, and jobs --json lists what was queued.
+func TestMain_AddThenJobsJSON(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "http://example.com/b\nhttp://example.com/a\n", "add", "--db", db, "http://example.com/a", "-")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "queued 2, duplicates 1")
+
+	code, out, stderr := run(t, "", "jobs", "--db", db, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	var j map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &j))
+	for _, k := range []string{"id", "url", "host", "state", "file", "bytes", "sha256", "attempts", "throttled", "last_error"} {
+		assert.Contains(t, j, k)
+	}
+	assert.Equal(t, "http://example.com/a", j["url"])
+	assert.Equal(t, "queued", j["state"])
+	assert.Equal(t, "example.com", j["host"])
+}
+
+// G9, B5, U3 from the command line: heed host pauses, retunes and trips a
+// host, and the change is stored with its events.
+func TestMain_HostEditsArePersisted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "host", "--db", db, "Example.COM:80", "--pause", "--rate", "6", "--burst", "2", "--trip")
+	require.Equal(t, ExitOK, code, stderr)
+
+	code, out, stderr := run(t, "", "hosts", "--db", db, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	var h struct {
+		Host     string           `json:"host"`
+		Paused   bool             `json:"paused"`
+		Breaker  string           `json:"breaker_state"`
+		Own      bool             `json:"own_tunables"`
+		Tunables *engine.Tunables `json:"tunables"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &h))
+	assert.Equal(t, "example.com", h.Host)
+	assert.True(t, h.Paused)
+	assert.Equal(t, "open", h.Breaker)
+	require.True(t, h.Own)
+	assert.Equal(t, 6.0, h.Tunables.RatePerMin)
+	assert.Equal(t, 2, h.Tunables.Burst)
+	assert.Equal(t, engine.DefaultTunables().MaxInflight, h.Tunables.MaxInflight, "flags not given keep their value")
+
+	code, out, _ = run(t, "", "host", "--db", db, "example.com", "--resume", "--reset", "--json")
+	require.Equal(t, ExitOK, code)
+	var st engine.HostEdit
+	require.NoError(t, json.Unmarshal([]byte(out), &st))
+	assert.False(t, st.Paused)
+	assert.Equal(t, engine.Closed, st.Breaker)
+	assert.Equal(t, 6.0, st.Effective.RatePerMin, "retuning survives")
+}
+
+func TestJitterFlag(t *testing.T) {
+	cases := []struct {
+		in       string
+		min, max time.Duration
+		bad      bool
+	}{
+		{"0-250ms", 0, 250 * time.Millisecond, false},
+		{"100ms-1s", 100 * time.Millisecond, time.Second, false},
+		{"0-0", 0, 0, false},
+		{"250ms", 0, 0, true},
+		{"a-b", 0, 0, true},
+		{"-1s-2s", 0, 0, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			var j jitterFlag
+			err := j.Set(tc.in)
+			if tc.bad {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.min, j.min)
+			assert.Equal(t, tc.max, j.max)
+		})
+	}
+}
+
+// Only the politeness flags a person gave change anything; the rest keep
+// the base value, and an inverted jitter is clamped as the SPEC says.
+func TestTunableFlags_OnlyGivenFlagsApply(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tf := registerTunables(fs)
+	require.NoError(t, fs.Parse([]string{"--max-attempts", "9", "--jitter", "300ms-100ms", "--retry", "linear", "--no-retry-jitter"}))
+	tf.visited()
+	base := engine.DefaultTunables()
+	got, err := tf.apply(base)
+	require.NoError(t, err)
+	assert.Equal(t, 9, got.Retry.MaxAttempts)
+	assert.Equal(t, engine.Linear, got.Retry.Strategy)
+	assert.False(t, got.Retry.Jitter)
+	assert.Equal(t, 300*time.Millisecond, got.JitterMin)
+	assert.Equal(t, 300*time.Millisecond, got.JitterMax, "max clamped up to min")
+	assert.Equal(t, base.RatePerMin, got.RatePerMin)
+	assert.Equal(t, base.Burst, got.Burst)
+}
