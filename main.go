@@ -118,7 +118,9 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 	defer db.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: dir, Version: version})
+	feed := ui.NewFeed() // the window's per-host charts see every request through it
+	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: dir, Version: version,
+		OnJob: feed.Job, OnEvent: feed.Event})
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable
@@ -135,7 +137,7 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 
 	a := app.NewWithID(appID)
 	a.SetIcon(ui.Icon)
-	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir})
+	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed})
 	w.ShowAndRun()
 	cancel()
 	if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {

@@ -1,12 +1,73 @@
 package ui
 
 import (
+	"context"
+	"path/filepath"
+	"regexp"
 	"testing"
+	"time"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
+	"heed/storage"
 )
+
+// harness is a window over a real engine and a real database in a
+// temporary folder. The engine's Run loop is not started: tests drive the
+// politeness core directly, so nothing touches the network.
+type harness struct {
+	app  fyne.App
+	eng  *engine.Engine
+	db   *storage.DB
+	feed *Feed
+	w    *Window
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	a := test.NewTempApp(t)
+	dir := t.TempDir()
+	db, err := storage.Open(filepath.Join(dir, "heed.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	feed := NewFeed()
+	eng, err := engine.New(context.Background(), storage.EngineStore(db),
+		engine.Options{Dir: filepath.Join(dir, "dl"), Version: "test", OnJob: feed.Job, OnEvent: feed.Event})
+	require.NoError(t, err)
+	t.Cleanup(func() { eng.Close() })
+	w := New(a, eng, Options{Version: "test", DBPath: db.Path(), Dir: filepath.Join(dir, "dl"), Feed: feed})
+	w.inline = true
+	w.win.Resize(fyne.NewSize(1240, 760))
+	w.win.Show()
+	t.Cleanup(func() { w.bg.Wait(); w.Stop() })
+	return &harness{app: a, eng: eng, db: db, feed: feed, w: w}
+}
+
+// add queues urls through the engine (as a paste would) and shows them.
+func (h *harness) add(t *testing.T, text string) engine.AddReport {
+	t.Helper()
+	rep, err := h.eng.Add(context.Background(), text)
+	require.NoError(t, err)
+	h.w.tickNow(time.Now())
+	return rep
+}
+
+// cellAt returns the on-screen cell of the hosts table for host and column.
+func (h *harness) cellAt(t *testing.T, host string, col int) *cell {
+	t.Helper()
+	for c, id := range h.w.hosts.bound {
+		if s := h.w.hosts.row(id.Row); s != nil && s.Host == host && id.Col == col && c.Visible() {
+			return c
+		}
+	}
+	require.Failf(t, "no cell on screen", "host %s column %d", host, col)
+	return nil
+}
 
 func TestNew_TitleAndStatus(t *testing.T) {
 	a := test.NewTempApp(t)
@@ -16,4 +77,292 @@ func TestNew_TitleAndStatus(t *testing.T) {
 	assert.Contains(t, w.status.Text, "0.1.0")
 	assert.Contains(t, w.status.Text, "/tmp/heed.db")
 	assert.Contains(t, w.status.Text, "/tmp/dl")
+}
+
+func TestPaste_U4_QueuesInEngineAndReports(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://dup.example/a")
+	p := h.w.showPaste("https://one.example/x\nhttps://one.example/y\nhttps://dup.example/a\nftp://old.example/f\n")
+	test.Tap(p.add)
+	h.w.bg.Wait()
+
+	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "one.example"})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2, "both new URLs are queued in the engine")
+	assert.Len(t, p.report.Queued, 2)
+	assert.Len(t, p.report.Duplicates, 1)
+	require.Len(t, p.report.Rejected, 1)
+	assert.Contains(t, p.result.Text, "2 queued")
+	assert.Contains(t, p.result.Text, "1 skipped")
+	assert.Contains(t, p.result.Text, "1 rejected")
+	assert.Contains(t, p.details.Text, "ftp://old.example/f", "the rejected line is listed")
+	assert.Contains(t, p.details.Text, p.report.Rejected[0].Reason, "with its reason")
+	h.w.tickNow(time.Now())
+	assert.NotNil(t, h.w.hosts.row(0), "the new host has a row")
+}
+
+func TestPaste_U4_CtrlVOpensDialogWithClipboard(t *testing.T) {
+	h := newHarness(t)
+	h.app.Clipboard().SetContent("https://clip.example/1")
+	h.w.win.Canvas().(fyne.Shortcutable).TypedShortcut(&fyne.ShortcutPaste{Clipboard: h.app.Clipboard()})
+	require.NotNil(t, h.w.paste)
+	assert.Equal(t, "https://clip.example/1", h.w.paste.entry.Text)
+	test.Tap(h.w.paste.add)
+	h.w.bg.Wait()
+	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "clip.example"})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 1)
+}
+
+func TestHosts_U3_PauseButtonPausesHostInEngine(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://p.example/1 https://q.example/1")
+	core := h.eng.Core()
+
+	// The toolbar acts on the selected host.
+	h.w.hosts.setSelected("p.example")
+	test.Tap(h.w.hosts.pauseBtn)
+	s, ok := core.HostSnapshot("p.example")
+	require.True(t, ok)
+	assert.True(t, s.Paused, "one click pauses the host in the engine")
+	assert.Equal(t, "Resume", h.w.hosts.pauseBtn.Text)
+	q, _ := core.HostSnapshot("q.example")
+	assert.False(t, q.Paused, "other hosts are untouched")
+
+	// The row's own button resumes it.
+	h.w.tickNow(time.Now())
+	btn := h.cellAt(t, "p.example", colAction).button
+	assert.Equal(t, "Resume", btn.Text)
+	test.Tap(btn)
+	s, _ = core.HostSnapshot("p.example")
+	assert.False(t, s.Paused, "the row button resumes the host")
+	h.w.tickNow(time.Now())
+	state := h.cellAt(t, "p.example", colState)
+	assert.NotContains(t, state.text.Text, "paused")
+}
+
+func TestEdit_U3_InvalidValueRefusedNothingChanges(t *testing.T) {
+	cases := []struct {
+		name, field, value, msg string
+	}{
+		{"zero rate", "rate_per_min", "0", "rate_per_min"},
+		{"rate not a number", "rate_per_min", "fast", "rate_per_min"},
+		{"rate above bound", "rate_per_min", "700000", "rate_per_min"},
+		{"burst zero", "burst", "0", "burst"},
+		{"bad duration", "backoff_base", "soon", "backoff_base"},
+		{"backoff max below base", "backoff_max", "10ms", "backoff_max"},
+		{"status out of range", "throttle_statuses", "429, 200", "throttle_statuses"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.add(t, "https://e.example/1")
+			h.w.hosts.setSelected("e.example")
+			test.Tap(h.w.hosts.editBtn)
+			f := h.w.form
+			require.NotNil(t, f)
+			f.entries[tc.field].SetText(tc.value)
+			test.Tap(f.save)
+			assert.True(t, f.errLabel.Visible(), "a message is shown")
+			assert.Contains(t, f.errLabel.Text, tc.msg, "the message names the field")
+			got, own := h.eng.Core().HostTunables("e.example")
+			assert.False(t, own, "the host did not get tunables of its own")
+			assert.Equal(t, engine.DefaultTunables(), got, "nothing changed")
+		})
+	}
+}
+
+func TestEdit_U3_ValidValuesApplyAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://e.example/1")
+	h.w.hosts.setSelected("e.example")
+	test.Tap(h.w.hosts.editBtn)
+	f := h.w.form
+	f.entries["rate_per_min"].SetText("120")
+	f.entries["burst"].SetText("9")
+	f.entries["retry.max_attempts"].SetText("7")
+	f.strategy.SetSelected("linear")
+	test.Tap(f.save)
+	assert.False(t, f.errLabel.Visible())
+	got, own := h.eng.Core().HostTunables("e.example")
+	require.True(t, own)
+	assert.Equal(t, 120.0, got.RatePerMin)
+	assert.Equal(t, 9, got.Burst)
+	assert.Equal(t, 7, got.Retry.MaxAttempts)
+	assert.Equal(t, engine.Linear, got.Retry.Strategy)
+	h.w.tickNow(time.Now())
+	assert.Equal(t, "120/min", h.cellAt(t, "e.example", colRate).text.Text)
+
+	test.Tap(h.w.hosts.followBtn)
+	_, own = h.eng.Core().HostTunables("e.example")
+	assert.False(t, own, "Use defaults drops the host's own settings")
+}
+
+func TestSettings_U7_DefaultsFormSavesThroughEngine(t *testing.T) {
+	h := newHarness(t)
+	test.Tap(h.w.settings.defaultsBtn)
+	f := h.w.form
+	f.entries["rate_per_min"].SetText("30")
+	test.Tap(f.save)
+	h.w.bg.Wait()
+	assert.Equal(t, 30.0, h.eng.Core().Defaults().RatePerMin)
+
+	test.Tap(h.w.settings.defaultsBtn)
+	f = h.w.form
+	f.entries["rate_per_min"].SetText("-1")
+	test.Tap(f.save)
+	h.w.bg.Wait()
+	assert.Contains(t, f.errLabel.Text, "rate_per_min")
+	assert.Equal(t, 30.0, h.eng.Core().Defaults().RatePerMin, "an invalid default changes nothing")
+}
+
+// throttle makes host answer one request with 429 and Retry-After: 30,
+// and queues the job again.
+func throttle(t *testing.T, core *engine.Core, id int64, host string, now time.Time) {
+	t.Helper()
+	core.Add(id, host, now)
+	d, ok, wake := core.Next(now.Add(time.Millisecond)) // a new host may be due a few ns after now
+	require.True(t, ok, "not due before %v", wake.Sub(now))
+	require.Equal(t, host, d.Host)
+	dec := core.Observe(d, engine.Outcome{Status: 429, RetryAfter: "30", Attempts: 1}, now)
+	require.True(t, dec.Throttled)
+	core.Add(id, host, dec.NotBefore) // requeued behind the gate, as the engine does
+}
+
+func TestHosts_U1_ThrottledHostShowsLevelCountdownAndBreaker(t *testing.T) {
+	h := newHarness(t)
+	core := h.eng.Core()
+	now := time.Now()
+	throttle(t, core, 1001, "slow.example", now)
+	core.Add(1002, "down.example", now)
+	core.TripBreaker("down.example")
+
+	h.w.tickNow(now.Add(2 * time.Second))
+
+	backoff := h.cellAt(t, "slow.example", colBackoff).text.Text
+	assert.Regexp(t, regexp.MustCompile(`^level 1 · 2\ds$`), backoff, "level and countdown to the gate")
+	state := h.cellAt(t, "slow.example", colState)
+	assert.Equal(t, "waiting (backoff gate)", state.text.Text)
+	assert.Equal(t, colWaiting, state.bg.FillColor, "state in colour too")
+	br := h.cellAt(t, "slow.example", colBreaker)
+	assert.Equal(t, "closed · 1 failed", br.text.Text, "a 429 counts as a failure for the breaker")
+	assert.Equal(t, "429", h.cellAt(t, "slow.example", colLast).text.Text)
+
+	open := h.cellAt(t, "down.example", colBreaker)
+	assert.Regexp(t, regexp.MustCompile(`^open · half-open in 2\ds$`), open.text.Text)
+	assert.Equal(t, colOpen, open.bg.FillColor)
+	assert.Equal(t, "breaker open", h.cellAt(t, "down.example", colState).text.Text)
+
+	// The countdown runs on with the next tick.
+	h.w.tickNow(now.Add(12 * time.Second))
+	assert.Regexp(t, regexp.MustCompile(`^level 1 · 1\ds$`), h.cellAt(t, "slow.example", colBackoff).text.Text)
+}
+
+func TestHosts_U3_BreakerActionsAndTimeline(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://b.example/1")
+	h.w.hosts.setSelected("b.example")
+	test.Tap(h.w.hosts.tripBtn)
+	s, _ := h.eng.Core().HostSnapshot("b.example")
+	assert.Equal(t, engine.Open, s.Breaker)
+	test.Tap(h.w.hosts.probeBtn)
+	s, _ = h.eng.Core().HostSnapshot("b.example")
+	assert.Equal(t, engine.HalfOpen, s.Breaker)
+	test.Tap(h.w.hosts.resetBtn)
+	s, _ = h.eng.Core().HostSnapshot("b.example")
+	assert.Equal(t, engine.Closed, s.Breaker)
+
+	// The timeline shows the three actions once they are stored.
+	require.NoError(t, h.db.Flush(context.Background()))
+	h.w.hosts.loadEvents()
+	h.w.bg.Wait()
+	var kinds []string
+	for _, e := range h.w.hosts.events {
+		kinds = append(kinds, e.Kind.String())
+	}
+	assert.Subset(t, kinds, []string{"trip", "probe-now", "reset"})
+	assert.Equal(t, len(h.w.hosts.events), h.w.hosts.timeline.Length())
+}
+
+func TestChart_U3_RecordsStartsThrottlesAndGate(t *testing.T) {
+	h := newHarness(t)
+	core := h.eng.Core()
+	now := time.Now()
+	h.w.hosts.setSelected("c.example")
+	throttle(t, core, 7, "c.example", now)
+	h.w.tickNow(now) // first sight of the host
+	throttle(t, core, 8, "c.example", now.Add(40*time.Second))
+	h.feed.Job(engine.JobEnd{ID: 8, Host: "c.example", Outcome: "throttled"})
+	h.w.tickNow(now.Add(40 * time.Second))
+
+	s := h.w.hosts.chart.s
+	require.Equal(t, "c.example", s.host)
+	last := s.b[chartSeconds-1]
+	assert.Equal(t, uint16(1), last.started, "a request seen only through the feed still counts")
+	assert.Equal(t, uint16(1), last.throttles)
+	assert.NotZero(t, last.flags&flagGate, "the gate period is shaded")
+	assert.NotZero(t, s.b[chartSeconds-41].flags&flagGate, "40 s ago the host was behind its gate too")
+}
+
+func TestNotify_U7_BreakerOpenAndSetting(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://n.example/1")
+	test.AssertNotificationSent(t, &fyne.Notification{Title: "Circuit breaker open",
+		Content: "Heed stopped sending requests to n.example after repeated failures."}, func() {
+		h.eng.Core().TripBreaker("n.example")
+		h.w.tickNow(time.Now())
+	})
+	h.eng.Core().ResetBreaker("n.example")
+	h.w.tickNow(time.Now())
+	h.w.settings.notifyBreaker.SetChecked(false)
+	test.AssertNotificationSent(t, nil, func() {
+		h.eng.Core().TripBreaker("n.example")
+		h.w.tickNow(time.Now())
+	})
+}
+
+func TestHosts_U1_SortByClickedColumn(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://a.example/1 https://b.example/1 https://b.example/2 https://c.example/1")
+	names := func() []string {
+		var out []string
+		for r := range h.w.hosts.model.order {
+			out = append(out, h.w.hosts.row(r).Host)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"a.example", "b.example", "c.example"}, names())
+	h.w.hosts.sortBy(colHost)
+	assert.Equal(t, []string{"c.example", "b.example", "a.example"}, names(), "a second click reverses")
+	h.w.hosts.sortBy(colJobs)
+	assert.Equal(t, "b.example", names()[2], "by queued jobs, most last")
+	assert.Equal(t, colJobs, h.w.prefs.Int(prefSortCol), "the sort is remembered")
+}
+
+func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://j.example/1 https://j.example/2")
+	h.eng.Core().PauseHost("j.example", "user")
+	h.w.jobs.reload()
+	h.w.bg.Wait()
+	require.Len(t, h.w.jobs.rows, 2)
+	assert.Equal(t, "host: host paused", h.w.jobs.rows[0].why)
+
+	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
+	test.Tap(h.w.jobs.pause)
+	h.w.bg.Wait()
+	j, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobPaused})
+	require.NoError(t, err)
+	require.Len(t, j, 1)
+	assert.Equal(t, h.w.jobs.rows[1].rec.ID, j[0].ID)
+	assert.Equal(t, "paused by you", h.w.jobs.rows[1].why)
+}
+
+func TestWindow_U7_SizeRemembered(t *testing.T) {
+	h := newHarness(t)
+	h.w.win.Resize(fyne.NewSize(900, 600))
+	h.w.onClosed()
+	w2 := New(h.app, h.eng, Options{})
+	assert.Equal(t, float32(900), w2.win.Canvas().Size().Width)
+	assert.Equal(t, float32(600), w2.win.Canvas().Size().Height)
 }

@@ -1,0 +1,205 @@
+package ui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"heed/engine"
+)
+
+// tunableField is one text field of the tunables form: its JSON name (as
+// engine.Tunables.Validate names it), its label, a hint, and how it reads
+// from and writes into a Tunables.
+type tunableField struct {
+	name, label, hint string
+	get               func(t *engine.Tunables) string
+	set               func(t *engine.Tunables, s string) error
+}
+
+func durField(name, label, hint string, p func(t *engine.Tunables) *time.Duration) tunableField {
+	return tunableField{name: name, label: label, hint: hint,
+		get: func(t *engine.Tunables) string { return p(t).String() },
+		set: func(t *engine.Tunables, s string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(s))
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a duration like 250ms, 30s or 2m", name, s)
+			}
+			*p(t) = d
+			return nil
+		}}
+}
+
+func intField(name, label, hint string, p func(t *engine.Tunables) *int) tunableField {
+	return tunableField{name: name, label: label, hint: hint,
+		get: func(t *engine.Tunables) string { return strconv.Itoa(*p(t)) },
+		set: func(t *engine.Tunables, s string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil {
+				return fmt.Errorf("%s: %q is not a whole number", name, s)
+			}
+			*p(t) = n
+			return nil
+		}}
+}
+
+// tunableFields covers every tunable of SPEC §2–§4 that is typed in; the
+// retry strategy and jitter are a select and a check box.
+var tunableFields = []tunableField{
+	{name: "rate_per_min", label: "Rate (requests/min)", hint: "0.01 … 600000",
+		get: func(t *engine.Tunables) string { return strconv.FormatFloat(t.RatePerMin, 'g', -1, 64) },
+		set: func(t *engine.Tunables, s string) error {
+			f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+			if err != nil {
+				return fmt.Errorf("rate_per_min: %q is not a number", s)
+			}
+			t.RatePerMin = f
+			return nil
+		}},
+	intField("burst", "Burst", "1 … 10000 requests back to back", func(t *engine.Tunables) *int { return &t.Burst }),
+	intField("max_inflight", "Max in flight", "1 … 256", func(t *engine.Tunables) *int { return &t.MaxInflight }),
+	durField("jitter_min", "Jitter min", "0 … 10m, e.g. 0s", func(t *engine.Tunables) *time.Duration { return &t.JitterMin }),
+	durField("jitter_max", "Jitter max", "raised to jitter min if below", func(t *engine.Tunables) *time.Duration { return &t.JitterMax }),
+	durField("backoff_base", "Backoff base", "≥ 1ms, e.g. 1s", func(t *engine.Tunables) *time.Duration { return &t.BackoffBase }),
+	durField("backoff_max", "Backoff max", "≥ backoff base, e.g. 1m", func(t *engine.Tunables) *time.Duration { return &t.BackoffMax }),
+	intField("decay_after", "Decay after (successes)", "1 … 1000", func(t *engine.Tunables) *int { return &t.DecayAfter }),
+	{name: "throttle_statuses", label: "Throttle statuses", hint: "4xx/5xx, comma separated",
+		get: func(t *engine.Tunables) string {
+			s := make([]string, len(t.ThrottleStatuses))
+			for i, v := range t.ThrottleStatuses {
+				s[i] = strconv.Itoa(v)
+			}
+			return strings.Join(s, ", ")
+		},
+		set: func(t *engine.Tunables, s string) error {
+			t.ThrottleStatuses = nil
+			for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					return fmt.Errorf("throttle_statuses: %q is not a status code", f)
+				}
+				t.ThrottleStatuses = append(t.ThrottleStatuses, n)
+			}
+			return nil
+		}},
+	durField("max_retry_after", "Max Retry-After", "≥ 1s; longer pauses the host", func(t *engine.Tunables) *time.Duration { return &t.MaxRetryAfter }),
+	intField("failure_threshold", "Breaker: failures to open", "1 … 255 in a row", func(t *engine.Tunables) *int { return &t.FailureThreshold }),
+	durField("recovery_timeout", "Breaker: recovery timeout", "1ms … 24h before half-open", func(t *engine.Tunables) *time.Duration { return &t.RecoveryTimeout }),
+	intField("retry.max_attempts", "Retry: max attempts", "1 … 255", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),
+	durField("retry.base", "Retry: base delay", "≥ 0, e.g. 2s", func(t *engine.Tunables) *time.Duration { return &t.Retry.Base }),
+	durField("retry.max", "Retry: max delay", "0 = no cap", func(t *engine.Tunables) *time.Duration { return &t.Retry.Max }),
+}
+
+// tunablesForm edits a full engine.Tunables (U3, U7). Save refuses any
+// invalid value with the engine's message and changes nothing.
+type tunablesForm struct {
+	entries  map[string]*widget.Entry
+	strategy *widget.Select
+	jitter   *widget.Check
+	errLabel *widget.Label
+	save     *widget.Button
+	cancel   *widget.Button
+	dlg      dialog.Dialog
+	base     engine.Tunables
+}
+
+// read parses the form over a copy of base; the first unparsable field is
+// an error named like engine.Tunables.Validate names fields.
+func (f *tunablesForm) read() (engine.Tunables, error) {
+	t := f.base
+	t.ThrottleStatuses = append([]int(nil), f.base.ThrottleStatuses...)
+	for _, fd := range tunableFields {
+		if err := fd.set(&t, f.entries[fd.name].Text); err != nil {
+			return f.base, err
+		}
+	}
+	st, err := engine.ParseStrategy(f.strategy.Selected)
+	if err != nil {
+		return f.base, err
+	}
+	t.Retry.Strategy = st
+	t.Retry.Jitter = f.jitter.Checked
+	t = t.Normalize()
+	if err := t.Validate(); err != nil {
+		return f.base, err
+	}
+	return t, nil
+}
+
+// showTunables opens the tunables form over t. apply runs on Save with
+// validated tunables; when it fails the form stays open with its message.
+// With slow set, apply runs off the Fyne thread (it writes the database).
+func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine.Tunables) error, slow bool) *tunablesForm {
+	f := &tunablesForm{entries: map[string]*widget.Entry{}, base: t}
+	items := make([]*widget.FormItem, 0, len(tunableFields)+2)
+	for _, fd := range tunableFields {
+		e := widget.NewEntry()
+		e.SetText(fd.get(&t))
+		f.entries[fd.name] = e
+		items = append(items, &widget.FormItem{Text: fd.label, Widget: e, HintText: fd.hint})
+	}
+	f.strategy = widget.NewSelect([]string{"exponential", "linear", "fixed"}, nil)
+	f.strategy.SetSelected(t.Retry.Strategy.String())
+	f.jitter = widget.NewCheck("add a random part to each retry delay", nil)
+	f.jitter.SetChecked(t.Retry.Jitter)
+	items = append(items,
+		&widget.FormItem{Text: "Retry: strategy", Widget: f.strategy},
+		&widget.FormItem{Text: "Retry: jitter", Widget: f.jitter})
+	form := widget.NewForm(items...)
+	f.errLabel = widget.NewLabel("")
+	f.errLabel.Importance = widget.DangerImportance
+	f.errLabel.Wrapping = fyne.TextWrapWord
+	f.errLabel.Hide()
+	f.cancel = widget.NewButton("Cancel", func() { f.dlg.Hide() })
+	f.save = widget.NewButtonWithIcon("Save", theme.ConfirmIcon(), func() {
+		nt, err := f.read()
+		if err != nil {
+			f.fail(err)
+			return
+		}
+		if !slow {
+			if err := apply(nt); err != nil {
+				f.fail(err)
+				return
+			}
+			f.dlg.Hide()
+			w.refreshSoon()
+			return
+		}
+		f.save.Disable()
+		w.background(func() {
+			err := apply(nt)
+			fyne.Do(func() {
+				f.save.Enable()
+				if err != nil {
+					f.fail(err)
+					return
+				}
+				f.dlg.Hide()
+				w.refreshSoon()
+			})
+		})
+	})
+	f.save.Importance = widget.HighImportance
+	buttons := container.NewHBox(layoutSpacer(), f.cancel, f.save)
+	content := container.NewBorder(nil, container.NewVBox(f.errLabel, buttons), nil, nil,
+		container.NewVScroll(form))
+	f.dlg = dialog.NewCustomWithoutButtons(title, content, w.win)
+	f.dlg.Resize(fyne.NewSize(560, min(w.win.Canvas().Size().Height-40, 760)))
+	f.dlg.Show()
+	w.form = f
+	return f
+}
+
+// fail shows why Save was refused; nothing was changed.
+func (f *tunablesForm) fail(err error) {
+	f.errLabel.SetText("Not saved — " + err.Error())
+	f.errLabel.Show()
+}
