@@ -270,24 +270,32 @@ func (s *fileServer) seen() []seen {
 	return slices.Clone(s.log)
 }
 
-// slowReader reads at most chunk bytes per delay.
+// slowReader pauses for delay after every chunk bytes read (whatever
+// the sizes the server's copy loop asks for), so a body flows at about
+// chunk/delay bytes per second.
 type slowReader struct {
 	r     *bytes.Reader
 	chunk int
 	delay time.Duration
 	ctx   context.Context
+	since int // bytes read since the last pause
 }
 
 func (s *slowReader) Read(p []byte) (int, error) {
-	if len(p) > s.chunk {
-		p = p[:s.chunk]
+	if s.since >= s.chunk {
+		s.since = 0
+		select {
+		case <-time.After(s.delay):
+		case <-s.ctx.Done():
+			return 0, s.ctx.Err()
+		}
 	}
-	select {
-	case <-time.After(s.delay):
-	case <-s.ctx.Done():
-		return 0, s.ctx.Err()
+	if len(p) > s.chunk-s.since {
+		p = p[:s.chunk-s.since]
 	}
-	return s.r.Read(p)
+	n, err := s.r.Read(p)
+	s.since += n
+	return n, err
 }
 
 func (s *slowReader) Seek(off int64, whence int) (int64, error) { return s.r.Seek(off, whence) }

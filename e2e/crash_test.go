@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowFiles are two small files and three large ones (large enough for
+// Heed to record their part file when their body starts), served at up to
+// 4 MiB/s per download.
+func slowFiles() map[string][]byte {
+	return map[string][]byte{
+		"/small0.txt": content(1, 1500),
+		"/small1.txt": content(2, 2500),
+		"/big0.bin":   content(3, 2<<20),
+		"/big1.bin":   content(4, 2<<20+123),
+		"/big2.bin":   content(5, 3<<20),
+	}
+}
+
+var bigFiles = []string{"big0.bin", "big1.bin", "big2.bin"}
+
+// partsHaveBytes reports whether each big file's .part holds at least min
+// bytes, and the small files are complete.
+func partsHaveBytes(t *testing.T, dir string, small []string, min int64) func() bool {
+	return func() bool {
+		files := listDir(t, dir)
+		for _, s := range small {
+			if _, ok := files[s]; !ok {
+				return false
+			}
+		}
+		for _, b := range bigFiles {
+			if files[b+".part"] < min {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// assertExact checks that dir holds exactly the served files, byte for
+// byte, and nothing else (no part left).
+func assertExact(t *testing.T, dir string, files map[string][]byte) {
+	t.Helper()
+	want := map[string]int64{}
+	for p, b := range files {
+		want[strings.TrimPrefix(p, "/")] = int64(len(b))
+	}
+	assert.Equal(t, want, listDir(t, dir))
+	for p, b := range files {
+		assert.Equal(t, hexSHA(b), fileSHA(t, filepath.Join(dir, strings.TrimPrefix(p, "/"))), p)
+	}
+}
+
+// RELIABILITY F32, S2: heed get killed with SIGKILL mid-download; the same
+// command run again exits 0, resumes each large file from its .part with a
+// Range request, and fetches nothing that was already done a second time.
+func TestGet_Kill9ResumesFromPart(t *testing.T) {
+	files := slowFiles()
+	srv := newFileServer(t, files, 32<<10, 8*time.Millisecond)
+	tmp := t.TempDir()
+	db, dir := filepath.Join(tmp, "heed.db"), filepath.Join(tmp, "dl")
+	args := []string{"get", "--db", db, "--dir", dir, "--rate", "6000", "--burst", "10", "--max-inflight", "5",
+		"--jitter", "0-0"}
+	for _, p := range []string{"/small0.txt", "/small1.txt", "/big0.bin", "/big1.bin", "/big2.bin"} {
+		args = append(args, srv.URL+p)
+	}
+
+	first := start(t, args...)
+	waitFor(t, "small files done and parts with bytes", 20*time.Second,
+		partsHaveBytes(t, dir, []string{"small0.txt", "small1.txt"}, 256<<10))
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	first.wait(t)
+	require.True(t, first.cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled(), "killed, not exited")
+	killedAt := len(srv.seen())
+	onDisk := listDir(t, dir)
+	for _, b := range bigFiles {
+		require.Positive(t, onDisk[b+".part"], "%s.part has bytes after the kill", b)
+		require.NotContains(t, onDisk, b, "not complete before the kill")
+	}
+
+	res := heed(t, args...)
+	require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
+	assertExact(t, dir, files)
+
+	all := srv.seen()
+	after := all[killedAt:]
+	for _, b := range bigFiles {
+		var ranges []string
+		for _, s := range after {
+			if s.Path == "/"+b {
+				ranges = append(ranges, s.Range)
+			}
+		}
+		require.NotEmpty(t, ranges, "%s fetched again", b)
+		assert.True(t, strings.HasPrefix(ranges[0], "bytes=") && ranges[0] != "bytes=0-",
+			"%s resumed from its part, not restarted: Range %q", b, ranges[0])
+	}
+	for _, s := range []string{"/small0.txt", "/small1.txt"} {
+		n := 0
+		for _, x := range all {
+			if x.Path == s {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "%s was done before the kill and must not be fetched twice", s)
+	}
+	for _, j := range jobs(t, db) {
+		assert.Equal(t, "done", j.State, j.URL)
+		assert.Equal(t, hexSHA(files[strings.TrimPrefix(j.URL, srv.URL)]), j.SHA256, j.URL)
+	}
+}
+
+// SPEC §9, S6: SIGINT stops heed get cleanly (exit 130) with the parts
+// kept and the jobs queued; a second heed on the same database meanwhile
+// is refused with exit 3 without harming the first; a re-run completes the
+// downloads from their parts.
+func TestGet_SIGINTKeepsPartsAndRequeues(t *testing.T) {
+	files := map[string][]byte{"/big0.bin": content(6, 2<<20), "/big1.bin": content(7, 2<<20+77)}
+	srv := newFileServer(t, files, 16<<10, 16*time.Millisecond)
+	tmp := t.TempDir()
+	db, dir := filepath.Join(tmp, "heed.db"), filepath.Join(tmp, "dl")
+	args := []string{"get", "--db", db, "--dir", dir, "--max-inflight", "2", "--jitter", "0-0",
+		srv.URL + "/big0.bin", srv.URL + "/big1.bin"}
+
+	first := start(t, args...)
+	waitFor(t, "parts with bytes", 20*time.Second, func() bool {
+		f := listDir(t, dir)
+		return f["big0.bin.part"] >= 128<<10 && f["big1.bin.part"] >= 128<<10
+	})
+
+	second := heed(t, "get", "--db", db, "--dir", filepath.Join(tmp, "other"), srv.URL+"/big0.bin")
+	assert.Equal(t, 3, second.code, second.stderr)
+	assert.Contains(t, second.stderr, db, "the message names the database")
+	assert.Contains(t, second.stderr, "in use")
+	assert.NoDirExists(t, filepath.Join(tmp, "other"))
+
+	require.NoError(t, first.cmd.Process.Signal(os.Interrupt))
+	assert.Equal(t, 130, first.wait(t), "stderr: %s", first.err.String())
+	onDisk := listDir(t, dir)
+	assert.Len(t, onDisk, 2, "only the two parts: %v", onDisk)
+	for p := range files {
+		assert.Positive(t, onDisk[strings.TrimPrefix(p, "/")+".part"], "%s.part kept", p)
+	}
+	js := jobs(t, db)
+	require.Len(t, js, 2)
+	for _, j := range js {
+		assert.Equal(t, "queued", j.State, j.URL)
+	}
+	before := len(srv.seen())
+
+	res := heed(t, args...)
+	require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
+	assertExact(t, dir, files)
+	after := srv.seen()[before:]
+	require.Len(t, after, 2)
+	for _, s := range after {
+		assert.True(t, strings.HasPrefix(s.Range, "bytes=") && s.Range != "bytes=0-",
+			"%s resumed from its part: Range %q", s.Path, s.Range)
+	}
+}
