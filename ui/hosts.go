@@ -57,7 +57,7 @@ var hostColumns = []hostColumn{
 	colInflight: {"In flight", 70, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
 		return float64(s.Inflight)
 	}},
-	colJobs: {"Queued / done / failed", 150, func(s *engine.HostSnapshot, c map[string]map[engine.JobState]int64) float64 {
+	colJobs: {"Queued / done / failed", 168, func(s *engine.HostSnapshot, c map[string]map[engine.JobState]int64) float64 {
 		return float64(s.Queued)
 	}},
 	colLast: {"Last", 50, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
@@ -276,7 +276,11 @@ func newHostsView(w *Window) *hostsView {
 	}
 	hv.chart = newChart()
 	hv.timeline = widget.NewList(func() int { return len(hv.events) },
-		func() fyne.CanvasObject { return widget.NewLabel("") },
+		func() fyne.CanvasObject {
+			l := widget.NewLabel("")
+			l.Truncation = fyne.TextTruncateEllipsis
+			return l
+		},
 		func(i widget.ListItemID, o fyne.CanvasObject) {
 			l := o.(*widget.Label)
 			if i >= len(hv.events) {

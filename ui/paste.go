@@ -82,9 +82,12 @@ func (w *Window) onPasteAdd(p *pasteDialog) {
 			}
 			p.result.SetText(addSummary(rep))
 			p.details.SetText(addDetails(rep))
-			if len(rep.Queued) > 0 {
-				p.entry.SetText("")
+			// What is left in the entry is what needs fixing.
+			left := make([]string, len(rep.Rejected))
+			for i, rj := range rep.Rejected {
+				left[i] = rj.Text
 			}
+			p.entry.SetText(strings.Join(left, "\n"))
 			w.refreshSoon()
 		})
 	})

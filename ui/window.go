@@ -62,10 +62,11 @@ const (
 )
 
 // ScreenshotEnv names the environment variable scripts/screenshot.sh uses
-// to open a dialog on its own once the window has run for a few seconds:
-// "paste" (the Add URLs dialog with a sample), "edit" (the settings of the
-// most throttled host) or "jobs"/"history" (that tab). Heed ignores any
-// other value; people never need it.
+// to drive the window on its own ten seconds after it opens: "select"
+// (select the most throttled host, showing its chart and timeline),
+// "edit" (the same, then open its settings form), "paste" (the Add URLs
+// dialog with a sample paste) or "jobs"/"history" (that tab). Heed ignores
+// any other value; people never need it.
 const ScreenshotEnv = "HEED_SCREENSHOT_OPEN"
 
 // Window is Heed's main window. Widget pointers are kept as fields so that
@@ -332,13 +333,14 @@ func (w *Window) screenshotOpen(ctx context.Context, what string) {
 	select {
 	case <-ctx.Done():
 		return
-	case <-time.After(6 * time.Second):
+	case <-time.After(10 * time.Second):
 	}
 	fyne.Do(func() {
 		switch what {
 		case "paste":
-			w.showPaste("https://example.com/report.pdf\nhttps://example.com/report.pdf\nftp://old.example.net/file.zip\nnot a url\nhttps://files.example.org/data/2024.csv")
-		case "edit":
+			w.onPasteAdd(w.showPaste("https://mirror.example.invalid/report.pdf\nhttps://mirror.example.invalid/data.csv\n" +
+				"https://mirror.example.invalid/report.pdf\nftp://old.example.net/file.zip\nwww.example.org/no-scheme\n"))
+		case "edit", "select":
 			var best *engine.HostSnapshot
 			for i := range w.hosts.model.snap {
 				s := &w.hosts.model.snap[i]
@@ -348,7 +350,9 @@ func (w *Window) screenshotOpen(ctx context.Context, what string) {
 			}
 			if best != nil {
 				w.hosts.setSelected(best.Host)
-				w.hosts.onEdit()
+				if what == "edit" {
+					w.hosts.onEdit()
+				}
 			}
 		case "jobs":
 			w.tabs.SelectIndex(1)
