@@ -75,10 +75,6 @@ type Engine struct {
 	active map[int64]*activeJob
 }
 
-// resumeWorthy is the size from which a download's part file is recorded
-// as soon as it starts: below it, a crash simply fetches the file again.
-const resumeWorthy = 1 << 20
-
 // activeJob is a download in progress.
 type activeJob struct {
 	info   Active
@@ -340,11 +336,9 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	req.Started = func(r fetch.Result) {
 		a.setSize(r.Size)
 		// Persist where the bytes go before they flow, so a crash resumes
-		// from the part (F5, S2). Small files are cheaper to fetch again
-		// than to record twice.
-		if r.Size >= 0 && r.Size < resumeWorthy {
-			return
-		}
+		// from the part (F5, S2) — whatever the file's size: a part left
+		// unrecorded would be orphaned, and the fresh download after the
+		// crash would land as "name (1).ext" beside it.
 		err := e.store.SaveResume(context.Background(), job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
 			ETag: r.ETag, LastModified: r.LastModified})
 		if err != nil {
