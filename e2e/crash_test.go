@@ -167,3 +167,31 @@ func TestGet_SIGINTKeepsPartsAndRequeues(t *testing.T) {
 			"%s resumed from its part: Range %q", s.Path, s.Range)
 	}
 }
+
+// RELIABILITY F32 for a file under a megabyte: after SIGKILL the re-run
+// resumes it from its own .part and saves it under its own name — no
+// "name (1).ext" beside an orphaned "name.ext.part".
+func TestGet_Kill9SmallFileKeepsItsName(t *testing.T) {
+	files := map[string][]byte{"/mid.bin": content(9, 300<<10)}
+	srv := newFileServer(t, files, 8<<10, 20*time.Millisecond)
+	tmp := t.TempDir()
+	db, dir := filepath.Join(tmp, "heed.db"), filepath.Join(tmp, "dl")
+	args := []string{"get", "--db", db, "--dir", dir, "--jitter", "0-0", srv.URL + "/mid.bin"}
+
+	first := start(t, args...)
+	waitFor(t, "a part with bytes", 20*time.Second, func() bool { return listDir(t, dir)["mid.bin.part"] >= 32<<10 })
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	first.wait(t)
+	before := len(srv.seen())
+
+	res := heed(t, args...)
+	require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
+	assertExact(t, dir, files)
+	after := srv.seen()[before:]
+	require.Len(t, after, 1)
+	assert.True(t, strings.HasPrefix(after[0].Range, "bytes=") && after[0].Range != "bytes=0-",
+		"resumed from its part: Range %q", after[0].Range)
+	js := jobs(t, db)
+	require.Len(t, js, 1)
+	assert.Equal(t, "mid.bin", js[0].File)
+}
