@@ -65,7 +65,7 @@ func TestGet_DemoHostsPoliteAndByteExact(t *testing.T) {
 		// G2: over every window [s_i, s_j], at most burst + rate·t starts.
 		// started_at is taken just after dispatch, after a database commit,
 		// so windows get a little slack for that.
-		const slack = 50 * time.Millisecond
+		const slack = 100 * time.Millisecond
 		for i := range hs {
 			for j := i + 1; j < len(hs); j++ {
 				window := hs[j].StartedAt.Sub(hs[i].StartedAt)
