@@ -48,6 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && cli.Is(args[0]) && !demo {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		go func() { // a second Ctrl-C stops at once, as people expect
+			<-ctx.Done()
+			stop()
+		}()
 		return cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Version: version,
 			Interactive: isTerminal(stdout)}, args)
 	}
