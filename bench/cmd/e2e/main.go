@@ -1,0 +1,221 @@
+// Command e2e times Heed against curl, wget2, aria2c and a plain Go client
+// on loopback demo hosts and writes BENCHMARKS.md from what it measured.
+// `make bench` runs it; see bench/doc.go for the parts.
+//
+//	go run ./bench/cmd/e2e -out BENCHMARKS.md -gobench gobench.txt -profile top.txt
+//
+// `e2e plain -i URLFILE -P DIR -j N` is the plain-client floor, run as a
+// child like every other tool.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"heed/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "plain" {
+		os.Exit(plainMain(os.Args[2:]))
+	}
+	var o options
+	flag.StringVar(&o.repo, "repo", ".", "Heed's source tree, to build heed from")
+	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report to write")
+	flag.StringVar(&o.tmp, "tmp", filepath.Join(os.TempDir(), "heed-bench"), "scratch folder (emptied first)")
+	flag.StringVar(&o.gobench, "gobench", "", "`file` with the output of go test -bench, for the report")
+	flag.StringVar(&o.profile, "profile", "", "`file` with go tool pprof -top of case (a), for the report")
+	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
+	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
+	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go", "tools to compare")
+	flag.IntVar(&o.fastRuns, "runs", 5, "runs of each tool on the 1 KiB cases")
+	flag.IntVar(&o.slowRuns, "slow-runs", 3, "runs of each tool on the large-file case and the scale cases")
+	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
+	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
+	flag.Parse()
+	if err := run(context.Background(), o); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	repo, out, tmp, gobench, profile, loadBefore, cases, tools string
+	fastRuns, slowRuns                                         int
+	scaleDown                                                  float64
+	window                                                     time.Duration
+}
+
+func (o options) has(list, name string) bool {
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (o options) n(x int) int { return max(1, int(float64(x)*o.scaleDown)) }
+
+func run(ctx context.Context, o options) error {
+	rep := &report{Started: time.Now(), LoadBefore: strings.TrimSpace(o.loadBefore), LoadStart: loadavg(),
+		Scale: o.scaleDown}
+	rep.NoFile = raiseNoFile()
+	if err := os.RemoveAll(o.tmp); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.tmp, 0o755); err != nil {
+		return err
+	}
+	heedBin := filepath.Join(o.tmp, "heed")
+	logf("building heed")
+	build := exec.Command("go", "build", "-tags", "migrated_fynedo", "-o", heedBin, ".")
+	build.Dir, build.Stdout, build.Stderr = o.repo, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building heed: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	all := []bench.Tool{bench.Heed(heedBin), bench.Curl(), bench.Wget2(), bench.Aria2(), bench.Plain(self)}
+	var tools []bench.Tool
+	for _, t := range all {
+		if o.has(o.tools, t.Name) {
+			tools = append(tools, t)
+		}
+	}
+	rep.machine(tools)
+
+	cases := []e2eCase{
+		{ID: "a", Hosts: o.n(50), Files: o.n(400), Size: 1 << 10, Runs: o.fastRuns, ShaEvery: 100},
+		{ID: "a5k", Hosts: o.n(20), Files: o.n(250), Size: 1 << 10, Runs: o.fastRuns, ShaEvery: 50},
+		{ID: "b", Hosts: 4, Files: 1, Size: o.n(256 << 20), Runs: o.slowRuns, ShaEvery: 2},
+	}
+	for _, c := range cases {
+		if !o.has(o.cases, c.ID) {
+			continue
+		}
+		c.Title = fmt.Sprintf("%d files of %s over %d hosts (%d each), 16 at a time", c.Hosts*c.Files, size(c.Size), c.Hosts, c.Files)
+		logf("case %s: %s", c.ID, c.Title)
+		res, err := runCase(ctx, o, c, tools)
+		if err != nil {
+			return fmt.Errorf("case %s: %w", c.ID, err)
+		}
+		rep.Cases = append(rep.Cases, res)
+	}
+	if o.has(o.cases, "c") || o.has(o.cases, "scale") {
+		d, err := newDispatchBench(o, heedBin)
+		if err != nil {
+			return err
+		}
+		defer d.close()
+		if o.has(o.cases, "c") {
+			logf("case c: %d URLs over %d hosts, default politeness, %s window", d.jobs, d.hosts, o.window)
+			res, err := d.perRequest(ctx)
+			if err != nil {
+				return fmt.Errorf("case c: %w", err)
+			}
+			rep.Dispatch = &res
+		}
+		if o.has(o.cases, "scale") {
+			res, err := d.scale(ctx)
+			if err != nil {
+				return fmt.Errorf("scale: %w", err)
+			}
+			rep.Scale1M = &res
+		}
+	}
+	if o.gobench != "" {
+		f, err := os.Open(o.gobench)
+		if err != nil {
+			return err
+		}
+		rep.GoBench, err = bench.ParseGoBench(f)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if o.profile != "" {
+		b, err := os.ReadFile(o.profile)
+		if err != nil {
+			return err
+		}
+		rep.Profile = string(b)
+	}
+	rep.LoadEnd = loadavg()
+	rep.Finished = time.Now()
+	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", o.out)
+	return os.RemoveAll(o.tmp)
+}
+
+// raiseNoFile lifts the soft limit on open files to the hard one (case (c)
+// listens on 10,000 ports; heed inherits the limit) and returns it.
+func raiseNoFile() uint64 {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		return 0
+	}
+	rl.Cur = rl.Max
+	_ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl)
+	_ = syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl)
+	return rl.Cur
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "%s e2e: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
+}
+
+// plainMain is `e2e plain -i URLFILE -P DIR -j N`.
+func plainMain(args []string) int {
+	fs := flag.NewFlagSet("plain", flag.ExitOnError)
+	in := fs.String("i", "", "URL file")
+	dir := fs.String("P", ".", "download folder")
+	workers := fs.Int("j", 16, "goroutines")
+	_ = fs.Parse(args)
+	b, err := os.ReadFile(*in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	urls := strings.Fields(string(b))
+	if err := bench.PlainGet(context.Background(), urls, *dir, *workers); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// size renders a file size as "1 KiB", "256 MiB" or "12345 bytes".
+func size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

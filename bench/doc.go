@@ -1,0 +1,19 @@
+// Package bench measures Heed against the tools people use instead of it —
+// curl --parallel, wget2, aria2c and a plain Go net/http loop — on the
+// loopback demo hosts of heed/engine/demo, and writes BENCHMARKS.md from the
+// figures it measured (issue #7).
+//
+// The package holds the pieces the driver in bench/cmd/e2e puts together:
+//
+//   - ParseGoBench reads the output of `go test -bench` into GoBench rows;
+//   - PlainGet is the floor: N goroutines, one shared http.Client, each body
+//     written to a file;
+//   - Verify checks that every expected file arrived with the right size
+//     (and, where a SHA-256 is given, the right bytes);
+//   - RunChild runs one tool as a child process and returns its wall time,
+//     CPU time and peak resident memory from the kernel's rusage;
+//   - Median and Summarize turn repeated runs into the figures the report
+//     shows.
+//
+// `make bench` runs it all; nothing in the report is typed by hand.
+package bench

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+)
+
+// PlainGet is the floor of the comparison: what a few lines of Go do with no
+// politeness, no database and no resume. workers goroutines share one
+// http.Client and take URLs from urls in order; each body is written to
+// dir/<last path segment of its URL>. It stops at the first error (a status
+// other than 200 is one) and returns it.
+func PlainGet(ctx context.Context, urls []string, dir string, workers int) error {
+	if workers < 1 {
+		return errors.New("bench: PlainGet needs at least one worker")
+	}
+	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: workers, MaxIdleConns: 4 * workers}
+	defer tr.CloseIdleConnections()
+	c := &http.Client{Transport: tr}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 256<<10)
+			for u := range next {
+				if err := plainOne(ctx, c, u, dir, buf); err != nil {
+					cancel(err)
+				}
+			}
+		}()
+	}
+feed:
+	for _, u := range urls {
+		select {
+		case next <- u:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
+func plainOne(ctx context.Context, c *http.Client, rawURL, dir string, buf []byte) error {
+	name, err := FileName(rawURL)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", rawURL, resp.Status)
+	}
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyBuffer(f, resp.Body, buf); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", rawURL, err)
+	}
+	return f.Close()
+}
+
+// FileName is the name every tool gives the file at rawURL: the last
+// segment of its path, unescaped.
+func FileName(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	name := path.Base(u.Path)
+	if name == "/" || name == "." || name == "" {
+		return "", fmt.Errorf("bench: %s has no file name", rawURL)
+	}
+	return name, nil
+}
+
+// Want is a file a run must leave behind.
+type Want struct {
+	Name   string // file name inside the download folder
+	Size   int64
+	SHA256 string // hex; empty to check the size only
+}
+
+// Verify checks that dir holds every file of want with its size, and the
+// bytes of those with a SHA256. It reports every file that is missing or
+// wrong (up to ten, then a count), so a run that did not download
+// everything is an error rather than a figure.
+func Verify(dir string, want []Want) error {
+	var bad []string
+	miss := 0
+	for _, w := range want {
+		err := verifyOne(filepath.Join(dir, w.Name), w)
+		if err == nil {
+			continue
+		}
+		miss++
+		if len(bad) < 10 {
+			bad = append(bad, err.Error())
+		}
+	}
+	if miss == 0 {
+		return nil
+	}
+	return fmt.Errorf("bench: %d of %d files missing or wrong in %s: %v", miss, len(want), dir, bad)
+}
+
+func verifyOne(p string, w Want) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if st.Size() != w.Size {
+		return fmt.Errorf("%s: %d bytes, want %d", w.Name, st.Size(), w.Size)
+	}
+	if w.SHA256 == "" {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != w.SHA256 {
+		return fmt.Errorf("%s: sha256 %s, want %s", w.Name, got, w.SHA256)
+	}
+	return nil
+}
