@@ -48,7 +48,9 @@ test: deps
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem $(RACE_PKGS) ./ui/...
 
-# screenshot opens the window on a virtual display and saves shots/heed.png.
+# screenshot runs `heed demo` on a virtual display and saves shots/heed-hosts.png,
+# shots/heed-edit.png and shots/heed-paste.png (about a minute); copy them to
+# docs/ to update the README's pictures.
 screenshot: build
 	$(call apt_install,$(SHOT_PKGS))
 	mkdir -p shots

@@ -366,3 +366,42 @@ func TestWindow_U7_SizeRemembered(t *testing.T) {
 	assert.Equal(t, float32(900), w2.win.Canvas().Size().Width)
 	assert.Equal(t, float32(600), w2.win.Canvas().Size().Height)
 }
+
+func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
+	h := newHarness(t)
+	rep := h.add(t, "https://a.example/1 https://b.example/1 https://a.example/2 https://a.example/3")
+	require.Len(t, rep.Queued, 4)
+	id := rep.Queued
+	st := storage.EngineStore(h.db)
+	t0 := time.Now().Add(-time.Minute)
+	for i, r := range []struct {
+		host, outcome string
+		status        int
+	}{{"a.example", "ok", 200}, {"b.example", "throttled", 429}, {"a.example", "failed", 404}, {"a.example", "ok", 200}} {
+		require.NoError(t, st.RecordAttempt(engine.AttemptRecord{JobID: id[i], URL: "https://" + r.host + "/x",
+			Host: r.host, Attempt: 1, StartedAt: t0.Add(time.Duration(i) * time.Second), Status: r.status, Outcome: r.outcome}))
+	}
+	require.NoError(t, h.db.Flush(context.Background()))
+
+	cases := []struct {
+		name, host, outcome string
+		want                []int64 // job ids of the attempts, newest first
+	}{
+		{"all", "", "any", []int64{id[3], id[2], id[1], id[0]}},
+		{"by host", "a.example", "any", []int64{id[3], id[2], id[0]}},
+		{"by outcome", "", "ok", []int64{id[3], id[0]}},
+		{"by both", "a.example", "failed", []int64{id[2]}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h.w.history.host.SetText(tc.host)
+			h.w.history.outcome.SetSelected(tc.outcome)
+			h.w.history.firstPage()
+			var got []int64
+			for _, a := range h.w.history.rows {
+				got = append(got, a.JobID)
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
