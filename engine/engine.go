@@ -292,14 +292,8 @@ func (e *Engine) finished() {
 // and moves the job to its next state.
 func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	defer e.finished()
-	job, err := e.store.Job(ctx, d.JobID)
-	if err == nil && job.State != JobQueued {
-		err = ErrNotQueued
-	}
-	var n int
-	if err == nil {
-		n, err = e.store.MarkActive(ctx, d.JobID) // persisted before acted on (J3)
-	}
+	job, err := e.store.MarkActive(ctx, d.JobID) // persisted before acted on (J3)
+	n := job.Attempts
 	if err != nil {
 		e.core.Observe(d, Outcome{Class: ClassCanceled}, time.Now())
 		if !errors.Is(err, ErrNotQueued) && ctx.Err() == nil {
@@ -339,7 +333,9 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 		// from the part (F5, S2) — whatever the file's size: a part left
 		// unrecorded would be orphaned, and the fresh download after the
 		// crash would land as "name (1).ext" beside it.
-		err := e.store.SaveResume(context.Background(), job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
+		// It rides the next batch commit (milliseconds), so the body need
+		// not wait for it.
+		err := e.store.NoteResume(job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
 			ETag: r.ETag, LastModified: r.LastModified})
 		if err != nil {
 			e.log.Error("recording a partial file", "job", job.ID, "err", err)

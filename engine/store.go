@@ -28,15 +28,19 @@ type Store interface {
 	ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error
 	// Job returns one job.
 	Job(ctx context.Context, id int64) (JobRecord, error)
-	// MarkActive moves a queued job to active and returns its attempts so
-	// far, this one included; MarkQueued with Throttled gives the attempt
-	// back (R3). ErrNotQueued when the job is no longer queued.
-	MarkActive(ctx context.Context, id int64) (attempts int, err error)
+	// MarkActive moves a queued job to active, counting the attempt it
+	// starts, and returns the job as it now stands; MarkQueued with
+	// Throttled gives the attempt back (R3). ErrNotQueued when the job is
+	// no longer queued (paused or cancelled meanwhile).
+	MarkActive(ctx context.Context, id int64) (JobRecord, error)
 	MarkQueued(ctx context.Context, id int64, r Requeued) error
 	MarkDone(ctx context.Context, id int64, d Completed) error
 	MarkFailed(ctx context.Context, id int64, reason string, status int) error
 	// SaveResume records what is on disk of a download, for resume (F5).
 	SaveResume(ctx context.Context, id int64, r Resume) error
+	// NoteResume is SaveResume committed with the next batch: it returns at
+	// once, and lands before any later transition of the job.
+	NoteResume(id int64, r Resume) error
 	// SetJobState applies pause (paused), resume (queued) or cancel
 	// (cancelled) and returns the ids that changed.
 	SetJobState(ctx context.Context, ids []int64, to JobState) ([]int64, error)

@@ -147,9 +147,12 @@ func notQueued(err error) error {
 	return err
 }
 
-func (s engineStore) MarkActive(ctx context.Context, id int64) (int, error) {
-	n, err := s.db.MarkActive(ctx, id)
-	return n, notQueued(err)
+func (s engineStore) MarkActive(ctx context.Context, id int64) (engine.JobRecord, error) {
+	j, err := s.db.StartJob(ctx, id)
+	if err != nil {
+		return engine.JobRecord{}, notQueued(err)
+	}
+	return jobRecord(j), nil
 }
 
 func progressOf(r engine.Resume) Progress {
@@ -172,6 +175,10 @@ func (s engineStore) MarkFailed(ctx context.Context, id int64, reason string, st
 
 func (s engineStore) SaveResume(ctx context.Context, id int64, r engine.Resume) error {
 	return s.db.SaveProgress(ctx, id, progressOf(r))
+}
+
+func (s engineStore) NoteResume(id int64, r engine.Resume) error {
+	return s.db.QueueProgress(id, progressOf(r))
 }
 
 func (s engineStore) SetJobState(ctx context.Context, ids []int64, to engine.JobState) ([]int64, error) {

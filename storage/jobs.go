@@ -197,9 +197,18 @@ func (db *DB) transition(ctx context.Context, name string, id int64, query strin
 // download only once that is on disk (J3). A job that is not queued — paused or cancelled by the
 // user meanwhile — gives ErrStateConflict.
 func (db *DB) MarkActive(ctx context.Context, id int64) (attempt int, err error) {
-	err = db.write(ctx, "mark active", func(w *wtx) error {
-		err := w.tx.QueryRow(`UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
-			WHERE id = ? AND state = 'queued' RETURNING attempts`, nanos(db.now()), id).Scan(&attempt)
+	j, err := db.StartJob(ctx, id)
+	return j.Attempts, err
+}
+
+// StartJob is MarkActive returning the whole job as it stands once active, so the caller needs no
+// second read before it starts the download.
+func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
+	var j Job
+	err := db.write(ctx, "mark active", func(w *wtx) error {
+		var err error
+		j, err = scanJob(w.tx.QueryRow(`UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
+			WHERE id = ? AND state = 'queued' RETURNING `+jobCols, nanos(db.now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -214,9 +223,9 @@ func (db *DB) MarkActive(ctx context.Context, id int64) (attempt int, err error)
 		return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
 	})
 	if err != nil {
-		return 0, err
+		return Job{}, err
 	}
-	return attempt, nil
+	return j, nil
 }
 
 // Retry describes why an active job goes back to the queue and when it may run again.
@@ -285,7 +294,17 @@ type Progress struct {
 // SaveProgress records a job's partial file, byte count and validators, for resume after a crash
 // (F5, S2). It works in any state and commits before returning.
 func (db *DB) SaveProgress(ctx context.Context, id int64, p Progress) error {
-	return db.write(ctx, "save progress", func(w *wtx) error {
+	return db.write(ctx, "save progress", saveProgress(db, id, p))
+}
+
+// QueueProgress is SaveProgress committed with the next batch (S5): it returns at once, and a job
+// transition made after it is committed after it. Flush reports its error.
+func (db *DB) QueueProgress(id int64, p Progress) error {
+	return db.queue("save progress", saveProgress(db, id, p))
+}
+
+func saveProgress(db *DB, id int64, p Progress) func(*wtx) error {
+	return func(w *wtx) error {
 		r, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?,
 			updated_at = ? WHERE id = ?`, p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, nanos(db.now()), id)
 		if err != nil {
@@ -295,7 +314,7 @@ func (db *DB) SaveProgress(ctx context.Context, id int64, p Progress) error {
 			return fmt.Errorf("job %d: %w", id, ErrNotFound)
 		}
 		return nil
-	})
+	}
 }
 
 // SetJobState applies a user action to jobs, committed before it returns:
