@@ -203,17 +203,17 @@ func (c *Core) onThrottle(h *host, d *Dispatch, status int, ra time.Duration, ra
 	detail := ""
 	if raOK {
 		if ra > t.MaxRetryAfter {
-			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra, t.MaxRetryAfter), nowM)
+			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra.Round(time.Second), t.MaxRetryAfter), nowM)
 		} else if f := c.retryAfterFloor(ra); f > delay {
 			delay = f
 		}
-		detail = fmt.Sprintf(", Retry-After %v", ra)
+		detail = fmt.Sprintf(", Retry-After %v", ra.Round(time.Millisecond))
 	}
 	if g := addMono(nowM, delay); g > h.gate { // Retry-After is a floor: never shorten a gate
 		h.gate = g
 	}
 	if raised {
-		c.event(h, EventThrottle, nowM, fmt.Sprintf("HTTP %d: level %d, wait %v%s", status, h.level, delay, detail))
+		c.event(h, EventThrottle, nowM, fmt.Sprintf("HTTP %d: level %d, wait %v%s", status, h.level, delay.Round(time.Millisecond), detail))
 	} else {
 		c.event(h, EventThrottle, nowM, fmt.Sprintf("HTTP %d from before level %d: level kept%s", status, h.level, detail))
 	}
@@ -232,7 +232,7 @@ func (c *Core) onResponse(h *host, ra time.Duration, raOK bool, nowM int64) {
 	}
 	if raOK {
 		if ra > t.MaxRetryAfter {
-			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra, t.MaxRetryAfter), nowM)
+			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra.Round(time.Second), t.MaxRetryAfter), nowM)
 		} else if g := addMono(nowM, ra); g > h.gate {
 			h.gate = g
 		}
