@@ -45,8 +45,33 @@ test: deps
 	$(GO) test -race $(RACE_PKGS)
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage')
 
+# bench runs the Go benchmarks, profiles case (a) in-process, then times
+# Heed against curl, wget2, aria2c and a plain Go client on loopback demo
+# hosts (bench/cmd/e2e) and writes BENCHMARKS.md from what it measured.
+# Scratch files (downloads, databases, profiles) go to $(BENCH_TMP).
+BENCH_PKGS := curl wget2 aria2
+BENCH_TMP  ?= /tmp/heed-bench
+BENCH_ARGS ?=
+
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem $(RACE_PKGS) ./ui/...
+	$(call apt_install,$(BENCH_PKGS))
+	rm -rf $(BENCH_TMP) && mkdir -p $(BENCH_TMP)
+	cut -d' ' -f1-3 /proc/loadavg > $(BENCH_TMP)/load-before
+	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./engine/... ./storage/... ./ui/... 2>&1 | tee $(BENCH_TMP)/gobench.txt
+	! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_TMP)/gobench.txt
+	$(GO) test -c -o $(BENCH_TMP)/bench.test ./bench/
+	$(BENCH_TMP)/bench.test -test.run '^$$' -test.bench EngineCaseA -test.benchtime 1x \
+	  -test.cpuprofile $(BENCH_TMP)/caseA.cpu
+	$(BENCH_TMP)/bench.test -test.run '^$$' -test.bench EngineManyHosts -test.benchtime 1x \
+	  -test.cpuprofile $(BENCH_TMP)/caseC.cpu
+	for c in A C; do { \
+	  echo '$$ go tool pprof -top -nodecount 20'; \
+	  $(GO) tool pprof -top -nodecount 20 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu 2>/dev/null; echo; \
+	  echo '$$ go tool pprof -top -cum -nodecount 45'; \
+	  $(GO) tool pprof -top -cum -nodecount 45 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu 2>/dev/null; \
+	} > $(BENCH_TMP)/case$$c.top || exit 1; done
+	$(GO) run ./bench/cmd/e2e -tmp $(BENCH_TMP)/e2e -out BENCHMARKS.md -gobench $(BENCH_TMP)/gobench.txt \
+	  -profile $(BENCH_TMP)/caseA.top -profile-c $(BENCH_TMP)/caseC.top -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
 
 # screenshot runs `heed demo` on a virtual display and saves shots/heed-hosts.png,
 # shots/heed-edit.png and shots/heed-paste.png (about a minute); copy them to

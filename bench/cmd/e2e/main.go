@@ -32,6 +32,7 @@ func main() {
 	flag.StringVar(&o.tmp, "tmp", filepath.Join(os.TempDir(), "heed-bench"), "scratch folder (emptied first)")
 	flag.StringVar(&o.gobench, "gobench", "", "`file` with the output of go test -bench, for the report")
 	flag.StringVar(&o.profile, "profile", "", "`file` with go tool pprof -top of case (a), for the report")
+	flag.StringVar(&o.profileC, "profile-c", "", "`file` with go tool pprof -top of case (c), for the report")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
 	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
 	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go", "tools to compare")
@@ -47,10 +48,10 @@ func main() {
 }
 
 type options struct {
-	repo, out, tmp, gobench, profile, loadBefore, cases, tools string
-	fastRuns, slowRuns                                         int
-	scaleDown                                                  float64
-	window                                                     time.Duration
+	repo, out, tmp, gobench, profile, profileC, loadBefore, cases, tools string
+	fastRuns, slowRuns                                                   int
+	scaleDown                                                            float64
+	window                                                               time.Duration
 }
 
 func (o options) has(list, name string) bool {
@@ -150,6 +151,13 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		rep.Profile = string(b)
+	}
+	if o.profileC != "" {
+		b, err := os.ReadFile(o.profileC)
+		if err != nil {
+			return err
+		}
+		rep.ProfileC = string(b)
 	}
 	rep.LoadEnd = loadavg()
 	rep.Finished = time.Now()

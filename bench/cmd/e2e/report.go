@@ -27,7 +27,8 @@ type report struct {
 	Dispatch *dispatchResult
 	Scale1M  *scaleResult
 	GoBench  []bench.GoBench
-	Profile  string
+	Profile  string // pprof -top of case (a)
+	ProfileC string // pprof -top of case (c)
 }
 
 type toolInfo struct{ Name, Version, Command string }
@@ -130,6 +131,12 @@ func (r *report) markdown() string {
 		p("CPU profile of the engine in-process (bench.BenchmarkEngineCaseA: engine.New + RunUntilIdle over\n")
 		p("storage.Open on the files of case (a), loopback demo hosts in the same process, so the demo server's\n")
 		p("own cost is in the profile too), `go tool pprof -top`:\n\n```\n%s\n```\n\n", strings.TrimSpace(r.Profile))
+	}
+	if r.ProfileC != "" {
+		p("## Where Heed's time goes in case (c)\n\n")
+		p("CPU profile of bench.BenchmarkEngineManyHosts: 100,000 files of 1 KiB queued over 10,000 demo hosts\n")
+		p("(127.0.0.1, a port each) with the default politeness and 16 workers, run for 10 s in-process\n")
+		p("(queueing the URLs and the demo hosts' own cost are in the profile too):\n\n```\n%s\n```\n\n", strings.TrimSpace(r.ProfileC))
 	}
 	if len(r.GoBench) > 0 {
 		r.goBenchTable(&b)
@@ -288,7 +295,7 @@ func (r *report) scaleSection(b *strings.Builder, s *scaleResult) {
 	p("politeness, waits for the first request to reach a demo host, lets Heed run %s more and stops it with\n", s.Window)
 	p("SIGINT. %d of the hosts are demo hosts on 127.0.0.1 (10 jobs each); the other %d are loopback\n", s.Live, s.Hosts-s.Live)
 	p("addresses 127.100.x.y / 127.101.x.y port 9 where nothing listens, so their requests are refused at once.\n\n")
-	p("| Run | Time to first request | Requests in the run | Wall | CPU | Max RSS |\n|---|---|---|---|---|---|\n")
+	p("| Run | Time to first request | Requests at demo hosts | Wall | CPU | Max RSS |\n|---|---|---|---|---|---|\n")
 	for i, run := range s.Runs {
 		p("| %d | %s | %d | %s | %s | %s |\n", i+1, secs(run.FirstReq), run.Requests, secs(run.Get.Wall),
 			secs(run.Get.User+run.Get.Sys), mib(run.Get.MaxRSS))
