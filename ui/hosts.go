@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"strconv"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -121,8 +122,8 @@ func hostState(s *engine.HostSnapshot) (string, color.NRGBA) {
 		switch {
 		case !s.Paused:
 			return "paused (all)", colPaused
-		case s.PauseReason != "" && s.PauseReason != "user":
-			return "paused: " + s.PauseReason, colPaused
+		case strings.HasPrefix(s.PauseReason, "Retry-After"):
+			return "paused (Retry-After)", colPaused // the whole reason is in the status line
 		}
 		return "paused", colPaused
 	case stRunning:
@@ -514,7 +515,11 @@ func (hv *hostsView) updateToolbar() {
 	}
 	state, _ := hostState(&s)
 	br, _ := breakerBadge(&s)
-	hv.selLabel.SetText(s.Host + " — " + state + ", breaker " + br)
+	text := s.Host + " — " + state + ", breaker " + br
+	if s.Paused && s.PauseReason != "" {
+		text += " — " + s.PauseReason
+	}
+	hv.selLabel.SetText(text)
 }
 
 // togglePause pauses or resumes host at once (U3, G9).
@@ -527,7 +532,7 @@ func (hv *hostsView) togglePause(host string) {
 	if s.Paused {
 		core.ResumeHost(host)
 	} else {
-		core.PauseHost(host, "user")
+		core.PauseHost(host, "paused from the window")
 	}
 	hv.w.refreshSoon()
 }

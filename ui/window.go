@@ -354,6 +354,11 @@ func (w *Window) screenshotOpen(ctx context.Context, what string) {
 					w.hosts.onEdit()
 				}
 			}
+			if what == "select" { // show a paused host too, paused the way a person would
+				if snap := w.hosts.model.snap; len(snap) > 1 && best != nil && snap[len(snap)-1].Host != best.Host {
+					w.hosts.togglePause(snap[len(snap)-1].Host)
+				}
+			}
 		case "jobs":
 			w.tabs.SelectIndex(1)
 		case "history":

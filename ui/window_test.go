@@ -222,6 +222,11 @@ func throttle(t *testing.T, core *engine.Core, id int64, host string, now time.T
 	t.Helper()
 	core.Add(id, host, now)
 	d, ok, wake := core.Next(now.Add(time.Millisecond)) // a new host may be due a few ns after now
+	if !ok && !wake.IsZero() && wake.Sub(now) < time.Second {
+		// The core measures on its own clock too; a few ms of real time
+		// spent by the test may separate the two. Ask again when it says.
+		d, ok, wake = core.Next(wake)
+	}
 	require.True(t, ok, "not due before %v", wake.Sub(now))
 	require.Equal(t, host, d.Host)
 	dec := core.Observe(d, engine.Outcome{Status: 429, RetryAfter: "30", Attempts: 1}, now)
