@@ -180,16 +180,22 @@ func (db *DB) transition(ctx context.Context, name string, id int64, query strin
 		if n, _ := r.RowsAffected(); n == 1 {
 			return nil
 		}
-		var st State
-		err = w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("job %d: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
+		return whyNot(w, id)
 	})
+}
+
+// whyNot explains a guarded UPDATE of job id that matched no row: the job
+// does not exist (ErrNotFound) or is in another state (ErrStateConflict).
+func whyNot(w *wtx, id int64) error {
+	var st State
+	err := w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
 }
 
 // MarkActive moves a queued job to active and counts the attempt it starts; it returns the
@@ -212,15 +218,7 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		var st State
-		err = w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("job %d: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("job %d is %s: %w", id, st, ErrStateConflict)
+		return whyNot(w, id)
 	})
 	if err != nil {
 		return Job{}, err
