@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,38 @@ func TestChild_InterruptIsACleanStop(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunner_WrapperKeepsTheParentsPeakOutOfTheChilds holds the reason the
+// rusage wrapper exists: measured directly, a child's max RSS is at least
+// its Go parent's; measured through the wrapper, it is the child's own.
+func TestRunner_WrapperKeepsTheParentsPeakOutOfTheChilds(t *testing.T) {
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "rusage")
+	build := exec.Command("go", "build", "-o", wrapper, "./cmd/rusage")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	ballast := make([]byte, 256<<20)
+	for i := 0; i < len(ballast); i += 4096 {
+		ballast[i] = 1 // each page resident, not just reserved
+	}
+	direct, err := bench.RunChild(exec.Command("true"))
+	require.NoError(t, err)
+	wrapped, err := bench.Runner{Wrapper: wrapper, Dir: dir}.Run(exec.Command("true"))
+	require.NoError(t, err)
+	runtime.KeepAlive(ballast)
+
+	assert.GreaterOrEqual(t, direct.MaxRSS, int64(200<<20), "direct: the parent's peak shows through")
+	assert.Less(t, wrapped.MaxRSS, int64(64<<20), "wrapped: the child's own peak")
+	assert.Positive(t, wrapped.Wall)
+
+	_, err = bench.Runner{Wrapper: wrapper, Dir: dir}.Run(exec.Command("sh", "-c", "echo broken >&2; exit 3"))
+	assert.ErrorContains(t, err, "broken", "a failing child is an error through the wrapper too")
+
+	ch, err := bench.Runner{Wrapper: wrapper, Dir: dir}.Start(exec.Command("sleep", "30"))
+	require.NoError(t, err)
+	m, err := ch.Interrupt()
+	assert.NoError(t, err, "SIGINT is passed on and is a clean stop")
+	assert.Less(t, m.Wall, 20*time.Second, "the child stopped on SIGINT rather than running out its 30 s")
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -10,78 +12,101 @@ import (
 
 // Measure is what one run of a child process cost.
 type Measure struct {
-	Wall   time.Duration // from start to exit
-	User   time.Duration // user CPU time of the child
-	Sys    time.Duration // system CPU time of the child
-	MaxRSS int64         // peak resident set of the child, bytes
+	Wall   time.Duration `json:"wall"`    // from start to exit
+	User   time.Duration `json:"user"`    // user CPU time of the child
+	Sys    time.Duration `json:"sys"`     // system CPU time of the child
+	MaxRSS int64         `json:"max_rss"` // peak resident set of the child, bytes
 }
 
-// RunChild runs cmd to completion and measures it. Its standard output is
+// Runner runs child processes and measures them.
+//
+// A Go program's children inherit its peak RSS: Go starts them with
+// clone(CLONE_VM|CLONE_VFORK), so until exec a child shares the parent's
+// memory and the kernel carries that high-water mark into its ru_maxrss.
+// With Wrapper set to the bench/cmd/rusage command, each child runs under
+// that small process, which measures it and writes the figures to a file
+// in Dir; the floor it lends the child is its own few MiB. With Wrapper
+// empty, children run directly and MaxRSS is at least the caller's peak.
+type Runner struct {
+	Wrapper string
+	Dir     string
+}
+
+// Run runs cmd to completion and measures it. Its standard output is
 // discarded unless cmd sets one; the last 4 KiB of standard error are kept
 // for the error when the exit status is not zero.
-func RunChild(cmd *exec.Cmd) (Measure, error) {
-	var tail tailBuffer
-	if cmd.Stderr == nil {
-		cmd.Stderr = &tail
-	}
-	start := time.Now()
-	err := cmd.Run()
-	m := Measure{Wall: time.Since(start)}
-	if cmd.ProcessState != nil {
-		m = measureOf(cmd.ProcessState, m.Wall)
-	}
+func (r Runner) Run(cmd *exec.Cmd) (Measure, error) {
+	ch, err := r.Start(cmd)
 	if err != nil {
-		return m, fmt.Errorf("%s: %w: %s", cmd.Path, err, bytes.TrimSpace(tail.b))
+		return Measure{}, err
 	}
-	return m, nil
+	<-ch.done
+	m, err := ch.measure()
+	if err == nil && !ch.cmd.ProcessState.Success() {
+		err = ch.failure()
+	}
+	return m, err
 }
 
-// measureOf reads the child's rusage (Maxrss is in KiB on Linux).
-func measureOf(ps interface {
-	UserTime() time.Duration
-	SystemTime() time.Duration
-	SysUsage() any
-}, wall time.Duration) Measure {
-	m := Measure{Wall: wall, User: ps.UserTime(), Sys: ps.SystemTime()}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		m.MaxRSS = int64(ru.Maxrss) << 10
-	}
-	return m
-}
+// RunChild is Runner{}.Run: cmd runs directly, not under the wrapper.
+func RunChild(cmd *exec.Cmd) (Measure, error) { return Runner{}.Run(cmd) }
 
-// tailBuffer keeps the last 4 KiB written to it.
-type tailBuffer struct{ b []byte }
+// StartChild is Runner{}.Start.
+func StartChild(cmd *exec.Cmd) (*Child, error) { return Runner{}.Start(cmd) }
 
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if over := len(t.b) - 4096; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-// Child is a process started by StartChild, to be stopped with Interrupt
+// Child is a process started by Runner.Start, to be stopped with Interrupt
 // like a person pressing Ctrl-C.
 type Child struct {
-	cmd   *exec.Cmd
-	start time.Time
-	tail  tailBuffer
-	done  chan struct{}
-	err   error
+	cmd    *exec.Cmd
+	name   string // the command as given, for errors
+	result string // the wrapper's result file, "" without a wrapper
+	start  time.Time
+	tail   tailBuffer
+	done   chan struct{}
+	err    error
 }
 
-// StartChild starts cmd; its standard error is kept as in RunChild.
-func StartChild(cmd *exec.Cmd) (*Child, error) {
-	c := &Child{cmd: cmd, done: make(chan struct{})}
-	if cmd.Stderr == nil {
-		cmd.Stderr = &c.tail
+// Start starts cmd (under the wrapper when there is one); its standard
+// error is kept as in Run.
+func (r Runner) Start(cmd *exec.Cmd) (*Child, error) {
+	c := &Child{cmd: cmd, name: cmd.Path, done: make(chan struct{})}
+	if r.Wrapper != "" {
+		f, err := os.CreateTemp(r.Dir, "rusage-*.json")
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		c.result = f.Name()
+		w := exec.Command(r.Wrapper, append([]string{"-o", c.result, "-ready", "--", cmd.Path}, cmd.Args[1:]...)...)
+		w.Dir, w.Env, w.Stdin, w.Stdout, w.Stderr = cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr
+		c.cmd = w
+	}
+	var ready *os.File
+	if c.result != "" {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		ready = pr
+		defer pr.Close()
+		c.cmd.ExtraFiles = []*os.File{pw}
+		defer pw.Close()
+	}
+	if c.cmd.Stderr == nil {
+		c.cmd.Stderr = &c.tail
 	}
 	c.start = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := c.cmd.Start(); err != nil {
 		return nil, err
 	}
+	if ready != nil {
+		// Wait until the wrapper passes SIGINT on, so that an early
+		// Interrupt stops the command rather than the wrapper.
+		c.cmd.ExtraFiles[0].Close()
+		_, _ = ready.Read(make([]byte, 1)) // a byte, or EOF if the wrapper died
+	}
 	go func() {
-		c.err = cmd.Wait()
+		c.err = c.cmd.Wait()
 		close(c.done)
 	}()
 	return c, nil
@@ -104,9 +129,11 @@ func (c *Child) Interrupt() (Measure, error) {
 		_ = c.cmd.Process.Signal(syscall.SIGINT)
 		<-c.done
 	}
-	ps := c.cmd.ProcessState
-	m := measureOf(ps, time.Since(c.start))
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+	m, err := c.measure()
+	if err != nil {
+		return m, err
+	}
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		if ws.Signaled() && ws.Signal() == syscall.SIGINT {
 			return m, nil
 		}
@@ -114,5 +141,42 @@ func (c *Child) Interrupt() (Measure, error) {
 			return m, nil
 		}
 	}
-	return m, fmt.Errorf("%s: %v: %s", c.cmd.Path, c.err, bytes.TrimSpace(c.tail.b))
+	return m, c.failure()
+}
+
+func (c *Child) failure() error {
+	return fmt.Errorf("%s: %v: %s", c.name, c.err, bytes.TrimSpace(c.tail.b))
+}
+
+// measure reads the wrapper's figures, or the child's own rusage.
+func (c *Child) measure() (Measure, error) {
+	ps := c.cmd.ProcessState
+	if c.result == "" {
+		m := Measure{Wall: time.Since(c.start), User: ps.UserTime(), Sys: ps.SystemTime()}
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			m.MaxRSS = int64(ru.Maxrss) << 10 // KiB on Linux
+		}
+		return m, nil
+	}
+	defer os.Remove(c.result)
+	var m Measure
+	b, err := os.ReadFile(c.result)
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		return m, fmt.Errorf("%s: no figures from the rusage wrapper (%v): %s", c.name, err, bytes.TrimSpace(c.tail.b))
+	}
+	return m, nil
+}
+
+// tailBuffer keeps the last 4 KiB written to it.
+type tailBuffer struct{ b []byte }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if over := len(t.b) - 4096; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
 }

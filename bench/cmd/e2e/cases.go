@@ -43,7 +43,7 @@ type caseResult struct {
 // on the shared machine does not fall on one tool only. Each run gets a
 // fresh, empty folder and is checked file by file; a run that did not
 // download everything ends the benchmark with an error.
-func runCase(ctx context.Context, o options, c e2eCase, tools []bench.Tool) (caseResult, error) {
+func runCase(ctx context.Context, o options, rn bench.Runner, c e2eCase, tools []bench.Tool) (caseResult, error) {
 	srv, err := demo.Start(demo.FastConfig(c.Hosts, c.Files, c.Size))
 	if err != nil {
 		return caseResult{}, err
@@ -82,7 +82,7 @@ func runCase(ctx context.Context, o options, c e2eCase, tools []bench.Tool) (cas
 		for k := range tools {
 			i := (k + r) % len(tools)
 			t := tools[i]
-			m, err := runOnce(root, t, bench.Job{URLs: urls, URLFile: urlFile, Workers: 16}, want, r)
+			m, err := runOnce(rn, root, t, bench.Job{URLs: urls, URLFile: urlFile, Workers: 16}, want, r)
 			if err != nil {
 				return res, fmt.Errorf("%s run %d: %w", t.Name, r+1, err)
 			}
@@ -98,7 +98,7 @@ func runCase(ctx context.Context, o options, c e2eCase, tools []bench.Tool) (cas
 }
 
 // runOnce runs t once in fresh folders under root and verifies the result.
-func runOnce(root string, t bench.Tool, j bench.Job, want []bench.Want, r int) (bench.Measure, error) {
+func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []bench.Want, r int) (bench.Measure, error) {
 	base := filepath.Join(root, fmt.Sprintf("%s-%d", t.Name, r))
 	j.Dir, j.Scratch = filepath.Join(base, "out"), filepath.Join(base, "scratch")
 	for _, d := range []string{j.Dir, j.Scratch} {
@@ -113,7 +113,7 @@ func runOnce(root string, t bench.Tool, j bench.Job, want []bench.Want, r int) (
 	}
 	cmd := exec.Command(t.Bin, args...)
 	cmd.Dir = j.Scratch
-	m, err := bench.RunChild(cmd)
+	m, err := rn.Run(cmd)
 	if err != nil {
 		return m, err
 	}

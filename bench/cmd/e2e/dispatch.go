@@ -23,6 +23,7 @@ import (
 // Heed's politeness core.
 type dispatchBench struct {
 	o           options
+	rn          bench.Runner
 	heed        string
 	srv         *demo.Server
 	hosts, jobs int
@@ -30,8 +31,8 @@ type dispatchBench struct {
 	root        string
 }
 
-func newDispatchBench(o options, heedBin string) (*dispatchBench, error) {
-	d := &dispatchBench{o: o, heed: heedBin, hosts: o.n(10000), root: filepath.Join(o.tmp, "dispatch")}
+func newDispatchBench(o options, rn bench.Runner, heedBin string) (*dispatchBench, error) {
+	d := &dispatchBench{o: o, rn: rn, heed: heedBin, hosts: o.n(10000), root: filepath.Join(o.tmp, "dispatch")}
 	cfg := demo.FastConfig(d.hosts, 10, 1<<10)
 	cfg.Addr = func(int) string { return "127.0.0.1:0" }
 	logf("starting %d demo hosts", d.hosts)
@@ -79,7 +80,7 @@ func (d *dispatchBench) perRequest(ctx context.Context) (dispatchResult, error) 
 		}
 		var run dispatchRun
 		var err error
-		run.Add, err = bench.RunChild(exec.Command(d.heed, "add", "-i", urlFile, "--db", db))
+		run.Add, err = d.rn.Run(exec.Command(d.heed, "add", "-i", urlFile, "--db", db))
 		if err != nil {
 			return res, err
 		}
@@ -105,9 +106,7 @@ func (d *dispatchBench) perRequest(ctx context.Context) (dispatchResult, error) 
 // many requests the hosts received meanwhile.
 func (d *dispatchBench) runGet(db, out string, window time.Duration, afterFirst bool) (bench.Measure, time.Duration, int64, error) {
 	before := d.srv.Requests()
-	cmd := exec.Command(d.heed, "get", "--db", db, "--dir", out)
-	cmd.Stdout = io.Discard
-	ch, err := bench.StartChild(cmd)
+	ch, err := d.rn.Start(exec.Command(d.heed, "get", "--db", db, "--dir", out))
 	if err != nil {
 		return bench.Measure{}, 0, 0, err
 	}

@@ -82,6 +82,18 @@ func run(ctx context.Context, o options) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building heed: %w", err)
 	}
+	wrapper := filepath.Join(o.tmp, "rusage")
+	build = exec.Command("go", "build", "-o", wrapper, "./bench/cmd/rusage")
+	build.Dir, build.Stdout, build.Stderr = o.repo, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building the rusage wrapper: %w", err)
+	}
+	runner := bench.Runner{Wrapper: wrapper, Dir: o.tmp}
+	floor, err := runner.Run(exec.Command("true"))
+	if err != nil {
+		return err
+	}
+	rep.RSSFloor = floor.MaxRSS
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -106,14 +118,14 @@ func run(ctx context.Context, o options) error {
 		}
 		c.Title = fmt.Sprintf("%d files of %s over %d hosts (%d each), 16 at a time", c.Hosts*c.Files, size(c.Size), c.Hosts, c.Files)
 		logf("case %s: %s", c.ID, c.Title)
-		res, err := runCase(ctx, o, c, tools)
+		res, err := runCase(ctx, o, runner, c, tools)
 		if err != nil {
 			return fmt.Errorf("case %s: %w", c.ID, err)
 		}
 		rep.Cases = append(rep.Cases, res)
 	}
 	if o.has(o.cases, "c") || o.has(o.cases, "scale") {
-		d, err := newDispatchBench(o, heedBin)
+		d, err := newDispatchBench(o, runner, heedBin)
 		if err != nil {
 			return err
 		}

@@ -18,6 +18,7 @@ type report struct {
 	LoadBefore, LoadStart, LoadEnd string
 	Scale                          float64
 	NoFile                         uint64
+	RSSFloor                       int64 // max RSS the rusage wrapper reports for `true`
 
 	NProc                 int
 	CPU, Mem, GoVer, Kern string
@@ -86,7 +87,7 @@ func firstLine(cmd *exec.Cmd) string {
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }
 
-func mib(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 func (r *report) markdown() string {
 	var b strings.Builder
@@ -103,7 +104,8 @@ func (r *report) markdown() string {
 	p("| CPUs (`nproc`) | %d |\n| CPU | %s |\n| Memory | %s |\n| Kernel | %s |\n| Go | %s |\n", r.NProc, r.CPU, r.Mem, r.Kern, r.GoVer)
 	p("| Load average (1, 5, 15 min) | before the Go benchmarks: %s; before the comparison: %s; after: %s |\n",
 		orUnknown(r.LoadBefore), r.LoadStart, r.LoadEnd)
-	p("| Open-file limit | %d |\n\n", r.NoFile)
+	p("| Open-file limit | %d |\n", r.NoFile)
+	p("| Max RSS of `true` under the rusage wrapper (the floor of every Max RSS below) | %s |\n\n", mib(r.RSSFloor))
 	p("The machine is shared with other work, so figures are noisy: compare tools within one table, and\n")
 	p("look at the min–max spread.\n\n")
 	p("## Tools and commands\n\n")
