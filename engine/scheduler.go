@@ -147,8 +147,7 @@ type Dispatch struct {
 	// probe (B3): it must report by ProbeDeadline, or send Heartbeat.
 	Probe         bool
 	ProbeDeadline time.Time
-	// Hop marks a redirect hop acquired with AcquireHop: it holds no
-	// global slot of its own.
+	// Hop marks a redirect hop acquired with AcquireHop (JobID is 0).
 	Hop bool
 
 	hostIdx    int32
@@ -552,12 +551,10 @@ func (c *Core) globalReadyAt(now time.Time, nowM int64) int64 {
 func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 	h.lim.AllowN(now, 1)
 	h.inflight++
-	if !hop {
-		if c.glim != nil {
-			c.glim.AllowN(now, 1)
-		}
-		c.inflight++
+	if c.glim != nil {
+		c.glim.AllowN(now, 1)
 	}
+	c.inflight++
 	h.lastDispatch = nowM
 	h.spaceUntil = addMono(nowM, c.drawJitter(h.tun))
 	c.dispatchSeq++
@@ -574,12 +571,15 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 }
 
 // AcquireHop asks for a redirect hop to host (N2): a redirect to another
-// host goes through that host's governor and breaker too. When the host
-// may take a request at now, it takes a token and an in-flight slot of
-// that host — but no global slot, since the hop belongs to a request that
-// already holds one — and returns ok. Otherwise wake says when to ask
-// again (zero: wait on Changed). The fetcher reports the hop's own result
-// with Observe (its Decision may be ignored) when the hop ends.
+// host goes through that host's governor and breaker too, and through the
+// global limits (L1, L2) like any request. The loop reports the redirect
+// response itself with Observe first — that frees the first host and the
+// global slot — then asks for the hop; while it waits, the job holds no
+// slot anywhere (L3). When host and the global limits allow a request at
+// now, AcquireHop takes a token and an in-flight slot of that host and a
+// global slot, and returns ok. Otherwise wake says when to ask again
+// (zero: when something changes). The hop's result is reported with
+// Observe like any dispatch.
 func (c *Core) AcquireHop(host string, now time.Time) (d Dispatch, ok bool, wake time.Time) {
 	c.mu.Lock()
 	nowM := c.mono(now)
@@ -587,6 +587,9 @@ func (c *Core) AcquireHop(host string, now time.Time) (d Dispatch, ok bool, wake
 	c.advance(h, nowM)
 	due, _ := h.due(now, nowM, int64(h.tun.RecoveryTimeout), c.probeTimeout, true)
 	switch {
+	case c.pausedAll || c.inflight >= c.inflightCap: // L1: wait for a slot to free
+	case due <= nowM && c.glim != nil && c.glim.TokensAt(now) < 1: // L2
+		wake = c.at(c.globalReadyAt(now, nowM))
 	case due <= nowM:
 		d, ok = c.acquire(h, now, nowM, true), true
 	case due != never:
@@ -635,9 +638,7 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 		h.abandoned = slices.Delete(h.abandoned, i, i+1) // slot already released (B3)
 	} else {
 		h.inflight = max(h.inflight-1, 0) // a repeated Observe must not go negative
-		if !d.Hop {
-			c.inflight = max(c.inflight-1, 0)
-		}
+		c.inflight = max(c.inflight-1, 0)
 	}
 	if o.Class == ClassNone && o.Status == 0 {
 		o.Class = ClassTransport

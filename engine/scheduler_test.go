@@ -120,10 +120,10 @@ func TestScheduler_L3_LoopSleepsUntilDue(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					time.Sleep(300 * time.Millisecond)
-					c.Observe(d, Outcome{Status: 200, Attempts: 1}, time.Now())
-					mu.Lock()
-					done++
+					mu.Lock() // counted before Observe wakes the loop, or the loop
+					done++    // could see the wake-up, not the count, and sleep on
 					mu.Unlock()
+					c.Observe(d, Outcome{Status: 200, Attempts: 1}, time.Now())
 				}()
 				continue
 			}
@@ -225,20 +225,27 @@ func TestScheduler_EventsOutsideLock(t *testing.T) {
 func TestScheduler_N2_RedirectHop(t *testing.T) {
 	tun := fast()
 	tun.MaxInflight = 1
-	h := newHarness(t, tun, func(c *Config) { c.GlobalInflight = 1 })
-	h.addN("a", 1, 1)
+	h := newHarness(t, tun, func(c *Config) { c.GlobalInflight = 2 })
+	h.addN("a", 1, 2)
 	d := h.mustNext()
+	h.observe(d, 302, "") // the redirect response frees a and the global slot
 	hop, ok, _ := h.c.AcquireHop("b", h.now)
-	require.True(t, ok, "a hop needs no global slot of its own")
+	require.True(t, ok)
 	assert.True(t, hop.Hop)
+	assert.Equal(t, 1, h.c.Stats().Inflight, "a hop holds a global slot like any request (L1)")
 	_, ok, wake := h.c.AcquireHop("b", h.now)
 	assert.False(t, ok, "b's in-flight cap applies to hops")
 	assert.True(t, wake.IsZero())
+	h.now = h.now.Add(time.Minute)
+	d2 := h.mustNext() // a's second job takes the last global slot
+	_, ok, wake = h.c.AcquireHop("c", h.now)
+	assert.False(t, ok, "the global cap applies to hops (L1)")
+	assert.True(t, wake.IsZero(), "wait for a slot to free")
 	h.observe(hop, 429, "60")
 	_, ok, wake = h.c.AcquireHop("b", h.now)
 	assert.False(t, ok)
 	assert.GreaterOrEqual(t, wake.Sub(h.now), 60*time.Second, "b's gate applies to hops")
-	h.observe(d, 200, "")
+	h.observe(d2, 200, "")
 	assert.Equal(t, 0, h.c.Stats().Inflight)
 	h.c.TripBreaker("c")
 	_, ok, _ = h.c.AcquireHop("c", h.now)
