@@ -96,12 +96,12 @@ func TestMedian(t *testing.T) {
 
 func TestSummarize_MediansAndSpread(t *testing.T) {
 	s := bench.Summarize([]bench.Measure{
-		{Wall: 3 * time.Second, User: time.Second, Sys: time.Second, MaxRSS: 30},
-		{Wall: time.Second, User: time.Second, MaxRSS: 10},
+		{Wall: 3 * time.Second, User: time.Second, Sys: time.Second, MaxRSS: 30, Sync: time.Second},
+		{Wall: time.Second, User: time.Second, MaxRSS: 10, Sync: 5 * time.Second},
 		{Wall: 2 * time.Second, User: 2 * time.Second, MaxRSS: 20},
 	})
 	assert.Equal(t, bench.Summary{Runs: 3, Wall: 2 * time.Second, MinW: time.Second, MaxW: 3 * time.Second,
-		CPU: 2 * time.Second, MaxRSS: 20}, s)
+		CPU: 2 * time.Second, MaxRSS: 20, Sync: time.Second, WallSync: 4 * time.Second}, s)
 }
 
 func TestVerify_EveryFileSizeAndSampledHash(t *testing.T) {
@@ -148,6 +148,13 @@ func TestPlainGet_DownloadsEveryFileByteExact(t *testing.T) {
 	}
 	assert.NoError(t, bench.Verify(dir, want))
 	assert.Equal(t, int64(21), srv.Requests())
+}
+
+func TestSyncDir_FlushesTheFolder(t *testing.T) {
+	_, err := bench.SyncDir(t.TempDir())
+	assert.NoError(t, err)
+	_, err = bench.SyncDir(filepath.Join(t.TempDir(), "missing"))
+	assert.Error(t, err)
 }
 
 func TestPlainGet_StatusOtherThan200IsAnError(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Measure is what one run of a child process cost.
@@ -16,6 +18,9 @@ type Measure struct {
 	User   time.Duration `json:"user"`    // user CPU time of the child
 	Sys    time.Duration `json:"sys"`     // system CPU time of the child
 	MaxRSS int64         `json:"max_rss"` // peak resident set of the child, bytes
+	// Sync is how long writing the child's files to disk took after it
+	// exited (SyncDir), for tools that leave them in the page cache.
+	Sync time.Duration `json:"-"`
 }
 
 // Runner runs child processes and measures them.
@@ -168,6 +173,23 @@ func (c *Child) measure() (Measure, error) {
 		return m, fmt.Errorf("%s: no figures from the rusage wrapper (%v): %s", c.name, err, bytes.TrimSpace(c.tail.b))
 	}
 	return m, nil
+}
+
+// SyncDir flushes the file system that holds dir to disk (syncfs(2)) and
+// returns how long that took: what a tool that does not fsync its files
+// leaves to be done after it exits. It flushes other writers' data on the
+// same file system too, so on a shared machine it is an upper bound.
+func SyncDir(dir string) (time.Duration, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	start := time.Now()
+	if err := unix.Syncfs(int(f.Fd())); err != nil {
+		return 0, fmt.Errorf("syncfs %s: %w", dir, err)
+	}
+	return time.Since(start), nil
 }
 
 // tailBuffer keeps the last 4 KiB written to it.

@@ -28,16 +28,22 @@ type Summary struct {
 	MaxW   time.Duration // slowest run
 	CPU    time.Duration // median user+system CPU time
 	MaxRSS int64         // median peak resident set, bytes
+	Sync   time.Duration // median Measure.Sync
+	// WallSync is the median of Wall+Sync: the time until the files were
+	// on disk.
+	WallSync time.Duration
 }
 
 // Summarize returns the medians of ms.
 func Summarize(ms []Measure) Summary {
-	var wall, cpu, rss []float64
+	var wall, cpu, rss, sync, wallSync []float64
 	s := Summary{Runs: len(ms)}
 	for i, m := range ms {
 		wall = append(wall, float64(m.Wall))
 		cpu = append(cpu, float64(m.User+m.Sys))
 		rss = append(rss, float64(m.MaxRSS))
+		sync = append(sync, float64(m.Sync))
+		wallSync = append(wallSync, float64(m.Wall+m.Sync))
 		if i == 0 || m.Wall < s.MinW {
 			s.MinW = m.Wall
 		}
@@ -48,5 +54,7 @@ func Summarize(ms []Measure) Summary {
 	s.Wall = time.Duration(Median(wall))
 	s.CPU = time.Duration(Median(cpu))
 	s.MaxRSS = int64(Median(rss))
+	s.Sync = time.Duration(Median(sync))
+	s.WallSync = time.Duration(Median(wallSync))
 	return s
 }

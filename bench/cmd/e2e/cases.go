@@ -86,8 +86,8 @@ func runCase(ctx context.Context, o options, rn bench.Runner, c e2eCase, tools [
 			if err != nil {
 				return res, fmt.Errorf("%s run %d: %w", t.Name, r+1, err)
 			}
-			logf("  %-8s run %d: %v wall, %v cpu, %d MiB max RSS", t.Name, r+1, m.Wall.Round(1e6),
-				(m.User + m.Sys).Round(1e6), m.MaxRSS>>20)
+			logf("  %-8s run %d: %v wall, %v cpu, %.1f MiB max RSS, then %v sync", t.Name, r+1, m.Wall.Round(1e6),
+				(m.User + m.Sys).Round(1e6), float64(m.MaxRSS)/(1<<20), m.Sync.Round(1e6))
 			res.Tools[i].Runs = append(res.Tools[i].Runs, m)
 		}
 	}
@@ -115,6 +115,11 @@ func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []ben
 	cmd.Dir = j.Scratch
 	m, err := rn.Run(cmd)
 	if err != nil {
+		return m, err
+	}
+	// Flush what the tool left in the page cache, timed, so the next run
+	// starts with nothing of this one still being written back.
+	if m.Sync, err = bench.SyncDir(j.Dir); err != nil {
 		return m, err
 	}
 	return m, bench.Verify(j.Dir, want)

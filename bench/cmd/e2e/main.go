@@ -36,9 +36,10 @@ func main() {
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
 	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
 	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go", "tools to compare")
-	flag.IntVar(&o.fastRuns, "runs", 5, "runs of each tool on the 1 KiB cases")
-	flag.IntVar(&o.slowRuns, "slow-runs", 3, "runs of each tool on the large-file case and the scale cases")
+	flag.IntVar(&o.fastRuns, "runs", 5, "runs of each tool in cases (a) and (b)")
+	flag.IntVar(&o.slowRuns, "slow-runs", 3, "runs of case (c) and of the scale run")
 	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the scratch folder (heed binary, scale database) afterwards")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
@@ -110,7 +111,7 @@ func run(ctx context.Context, o options) error {
 	cases := []e2eCase{
 		{ID: "a", Hosts: o.n(50), Files: o.n(400), Size: 1 << 10, Runs: o.fastRuns, ShaEvery: 100},
 		{ID: "a5k", Hosts: o.n(20), Files: o.n(250), Size: 1 << 10, Runs: o.fastRuns, ShaEvery: 50},
-		{ID: "b", Hosts: 4, Files: 1, Size: o.n(256 << 20), Runs: o.slowRuns, ShaEvery: 2},
+		{ID: "b", Hosts: 4, Files: 1, Size: o.n(256 << 20), Runs: o.fastRuns, ShaEvery: 2},
 	}
 	for _, c := range cases {
 		if !o.has(o.cases, c.ID) {
@@ -177,6 +178,9 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	logf("wrote %s", o.out)
+	if o.keep {
+		return nil
+	}
 	return os.RemoveAll(o.tmp)
 }
 

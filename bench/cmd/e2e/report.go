@@ -159,18 +159,24 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 	p("%d files, %s in all; %d runs of each tool; %d files checked by SHA-256 after each run.\n\n",
 		c.Total, mib(c.Bytes), c.Case.Runs, c.Sampled)
 	heed, hasHeed := c.tool("heed")
-	p("| Tool | Wall (median) | min – max | Files/s | MiB/s | CPU (user+sys) | Max RSS | Heed ÷ tool |\n")
-	p("|---|---|---|---|---|---|---|---|\n")
+	p("| Tool | Wall (median) | min – max | Files/s | MiB/s | CPU (user+sys) | Max RSS | Heed ÷ tool | then sync | Wall + sync | Heed ÷ tool, wall + sync |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range c.Tools {
 		s := t.Sum
-		ratio := "—"
+		ratio, ratioSync := "—", "—"
 		if hasHeed && t.Tool != "heed" {
 			ratio = fmt.Sprintf("%.2f×", heed.Sum.Wall.Seconds()/s.Wall.Seconds())
+			ratioSync = fmt.Sprintf("%.2f×", heed.Sum.WallSync.Seconds()/s.WallSync.Seconds())
 		}
-		p("| %s | %s | %s – %s | %.0f | %.1f | %s | %s | %s |\n", t.Tool, secs(s.Wall), secs(s.MinW), secs(s.MaxW),
-			float64(c.Total)/s.Wall.Seconds(), float64(c.Bytes)/(1<<20)/s.Wall.Seconds(), secs(s.CPU), mib(s.MaxRSS), ratio)
+		p("| %s | %s | %s – %s | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n", t.Tool, secs(s.Wall), secs(s.MinW), secs(s.MaxW),
+			float64(c.Total)/s.Wall.Seconds(), float64(c.Bytes)/(1<<20)/s.Wall.Seconds(), secs(s.CPU), mib(s.MaxRSS), ratio,
+			secs(s.Sync), secs(s.WallSync), ratioSync)
 	}
-	p("\nHeed ÷ tool is Heed's median wall time over the tool's: below 1 Heed is faster.\n\n")
+	p("\nHeed ÷ tool is Heed's median wall time over the tool's: below 1 Heed is faster. Heed fsyncs every file\n")
+	p("before it records it done; the other tools leave their files in the page cache. \"then sync\" is the\n")
+	p("median time of syncfs(2) on the download folder's file system right after the tool exited (an upper\n")
+	p("bound: it flushes other writers on the shared machine too), and the last two columns compare the time\n")
+	p("until the files were on disk.\n\n")
 }
 
 func (c caseResult) tool(name string) (toolResult, bool) {
@@ -217,7 +223,8 @@ func (r *report) goals(b *strings.Builder) {
 			continue
 		}
 		ratio := h.Sum.Wall.Seconds() / t.Sum.Wall.Seconds()
-		rows = append(rows, fmt.Sprintf("| %s | %.2f× | %s |", g.text, ratio, verdict(ratio < g.max)))
+		rows = append(rows, fmt.Sprintf("| %s | %.2f× | %s | %.2f× |", g.text, ratio, verdict(ratio < g.max),
+			h.Sum.WallSync.Seconds()/t.Sum.WallSync.Seconds()))
 	}
 	if c, ok := r.caseByID("b"); ok {
 		if h, ok := c.tool("heed"); ok {
@@ -230,18 +237,22 @@ func (r *report) goals(b *strings.Builder) {
 			}
 			if best != "" {
 				ratio := h.Sum.Wall.Seconds() / bw.Seconds()
-				rows = append(rows, fmt.Sprintf("| (b) within 1.1× of the fastest peer (%s) | %.2f× | %s |", best, ratio, verdict(ratio <= 1.1)))
+				bs, _ := c.tool(best)
+				rows = append(rows, fmt.Sprintf("| (b) within 1.1× of the fastest peer (%s) | %.2f× | %s | %.2f× |", best, ratio,
+					verdict(ratio <= 1.1), h.Sum.WallSync.Seconds()/bs.Sum.WallSync.Seconds()))
 			}
 		}
 	}
 	if s := r.Scale1M; s != nil && len(s.Runs) > 0 {
 		rss := medianOf(s.Runs, func(d dispatchRun) float64 { return float64(d.Get.MaxRSS) })
-		rows = append(rows, fmt.Sprintf("| RSS with %d queued jobs under 300 MB | %.0f MB | %s |", s.Jobs, rss/1e6, verdict(rss < 300e6)))
+		rows = append(rows, fmt.Sprintf("| RSS with %d queued jobs under 300 MB | %.0f MB | %s | |", s.Jobs, rss/1e6, verdict(rss < 300e6)))
 	}
 	if len(rows) == 0 {
 		return
 	}
-	p("## Goals of issue #7\n\n| Goal | Heed ÷ peer (medians) | Met |\n|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
+	p("## Goals of issue #7\n\nThe goals are on wall time; the last column shows the same ratio on the time until the files were on\n")
+	p("disk (wall + sync), for reference.\n\n")
+	p("| Goal | Heed ÷ peer (medians) | Met | Heed ÷ peer, wall + sync |\n|---|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
 }
 
 func verdict(ok bool) string {
