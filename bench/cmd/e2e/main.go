@@ -52,6 +52,7 @@ type options struct {
 	repo, out, tmp, gobench, profile, profileC, loadBefore, cases, tools string
 	fastRuns, slowRuns                                                   int
 	scaleDown                                                            float64
+	keep                                                                 bool
 	window                                                               time.Duration
 }
 
