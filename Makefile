@@ -60,18 +60,17 @@ bench: deps
 	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./engine/... ./storage/... ./ui/... 2>&1 | tee $(BENCH_TMP)/gobench.txt
 	! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_TMP)/gobench.txt
 	$(GO) test -c -o $(BENCH_TMP)/bench.test ./bench/
-	$(BENCH_TMP)/bench.test -test.run '^$$' -test.bench EngineCaseA -test.benchtime 1x \
-	  -test.cpuprofile $(BENCH_TMP)/caseA.cpu
-	$(BENCH_TMP)/bench.test -test.run '^$$' -test.bench EngineManyHosts -test.benchtime 1x \
-	  -test.cpuprofile $(BENCH_TMP)/caseC.cpu
-	for c in A C; do { \
-	  echo '$$ go tool pprof -top -nodecount 20'; \
-	  $(GO) tool pprof -top -nodecount 20 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu 2>/dev/null; echo; \
-	  echo '$$ go tool pprof -top -cum -nodecount 45'; \
-	  $(GO) tool pprof -top -cum -nodecount 45 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu 2>/dev/null; \
-	} > $(BENCH_TMP)/case$$c.top || exit 1; done
+	for c in A:EngineCaseA B:EngineCaseB C:EngineManyHosts; do \
+	  $(BENCH_TMP)/bench.test -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
+	    -test.cpuprofile $(BENCH_TMP)/case$${c%%:*}.cpu || exit 1; \
+	  { echo '$$ go tool pprof -top -nodecount 20'; \
+	    $(GO) tool pprof -top -nodecount 20 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; echo; \
+	    echo '$$ go tool pprof -top -cum -nodecount 45'; \
+	    $(GO) tool pprof -top -cum -nodecount 45 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; \
+	  } > $(BENCH_TMP)/case$${c%%:*}.top || exit 1; \
+	done
 	$(GO) run ./bench/cmd/e2e -tmp $(BENCH_TMP)/e2e -out BENCHMARKS.md -gobench $(BENCH_TMP)/gobench.txt \
-	  -profile $(BENCH_TMP)/caseA.top -profile-c $(BENCH_TMP)/caseC.top -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
+	  -profile $(BENCH_TMP)/caseA.top -profile-b $(BENCH_TMP)/caseB.top -profile-c $(BENCH_TMP)/caseC.top -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
 
 # screenshot runs `heed demo` on a virtual display and saves shots/heed-hosts.png,
 # shots/heed-edit.png and shots/heed-paste.png (about a minute); copy them to

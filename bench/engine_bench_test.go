@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,8 +23,14 @@ import (
 // time goes (make bench does, and puts the top of the profile in
 // BENCHMARKS.md). The demo hosts run in the same process, so their cost is
 // in the profile too, under heed/engine/demo and net/http's server.
-func BenchmarkEngineCaseA(b *testing.B) {
-	srv, err := demo.Start(demo.FastConfig(50, 400, 1<<10))
+func BenchmarkEngineCaseA(b *testing.B) { benchCase(b, 50, 400, 1<<10) }
+
+// BenchmarkEngineCaseB is case (b) in-process: 4 files of 256 MiB, one on
+// each of 4 demo hosts, politeness off, 16 workers.
+func BenchmarkEngineCaseB(b *testing.B) { benchCase(b, 4, 1, 256<<20) }
+
+func benchCase(b *testing.B, hosts, files, size int) {
+	srv, err := demo.Start(demo.FastConfig(hosts, files, size))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = srv.Close() })
 	text := strings.Join(srv.URLs(), "\n")
@@ -49,6 +56,7 @@ func BenchmarkEngineCaseA(b *testing.B) {
 		require.NoError(b, db.Close())
 		n += len(rep.Queued)
 	}
+	b.SetBytes(int64(hosts * files * size))
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "urls/s")
 }
 
@@ -60,6 +68,12 @@ func BenchmarkEngineCaseA(b *testing.B) {
 // profile too, but not in requests/s) (the demo hosts' cost is in the same
 // profile, under heed/engine/demo and net/http's server).
 func BenchmarkEngineManyHosts(b *testing.B) {
+	// 10,000 listeners and their connections need more than the usual
+	// 1,024 open files: take the hard limit.
+	var rl syscall.Rlimit
+	require.NoError(b, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl))
+	rl.Cur = rl.Max
+	require.NoError(b, syscall.Setrlimit(syscall.RLIMIT_NOFILE, &rl))
 	cfg := demo.FastConfig(10000, 10, 1<<10)
 	cfg.Addr = func(int) string { return "127.0.0.1:0" }
 	srv, err := demo.Start(cfg)

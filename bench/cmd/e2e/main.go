@@ -32,6 +32,7 @@ func main() {
 	flag.StringVar(&o.tmp, "tmp", filepath.Join(os.TempDir(), "heed-bench"), "scratch folder (emptied first)")
 	flag.StringVar(&o.gobench, "gobench", "", "`file` with the output of go test -bench, for the report")
 	flag.StringVar(&o.profile, "profile", "", "`file` with go tool pprof -top of case (a), for the report")
+	flag.StringVar(&o.profileB, "profile-b", "", "`file` with go tool pprof -top of case (b), for the report")
 	flag.StringVar(&o.profileC, "profile-c", "", "`file` with go tool pprof -top of case (c), for the report")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
 	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
@@ -49,11 +50,11 @@ func main() {
 }
 
 type options struct {
-	repo, out, tmp, gobench, profile, profileC, loadBefore, cases, tools string
-	fastRuns, slowRuns                                                   int
-	scaleDown                                                            float64
-	keep                                                                 bool
-	window                                                               time.Duration
+	repo, out, tmp, gobench, profile, profileB, profileC, loadBefore, cases, tools string
+	fastRuns, slowRuns                                                             int
+	scaleDown                                                                      float64
+	keep                                                                           bool
+	window                                                                         time.Duration
 }
 
 func (o options) has(list, name string) bool {
@@ -166,12 +167,18 @@ func run(ctx context.Context, o options) error {
 		}
 		rep.Profile = string(b)
 	}
-	if o.profileC != "" {
-		b, err := os.ReadFile(o.profileC)
+	for _, f := range []struct {
+		path string
+		dst  *string
+	}{{o.profileB, &rep.ProfileB}, {o.profileC, &rep.ProfileC}} {
+		if f.path == "" {
+			continue
+		}
+		b, err := os.ReadFile(f.path)
 		if err != nil {
 			return err
 		}
-		rep.ProfileC = string(b)
+		*f.dst = string(b)
 	}
 	rep.LoadEnd = loadavg()
 	rep.Finished = time.Now()

@@ -29,6 +29,7 @@ type report struct {
 	Scale1M  *scaleResult
 	GoBench  []bench.GoBench
 	Profile  string // pprof -top of case (a)
+	ProfileB string // pprof -top of case (b)
 	ProfileC string // pprof -top of case (c)
 }
 
@@ -133,6 +134,11 @@ func (r *report) markdown() string {
 		p("CPU profile of the engine in-process (bench.BenchmarkEngineCaseA: engine.New + RunUntilIdle over\n")
 		p("storage.Open on the files of case (a), loopback demo hosts in the same process, so the demo server's\n")
 		p("own cost is in the profile too), `go tool pprof -top`:\n\n```\n%s\n```\n\n", strings.TrimSpace(r.Profile))
+	}
+	if r.ProfileB != "" {
+		p("## Where Heed's time goes in case (b)\n\n")
+		p("CPU profile of bench.BenchmarkEngineCaseB: 4 files of 256 MiB, one on each of 4 demo hosts, in-process\n")
+		p("as for case (a):\n\n```\n%s\n```\n\n", strings.TrimSpace(r.ProfileB))
 	}
 	if r.ProfileC != "" {
 		p("## Where Heed's time goes in case (c)\n\n")
