@@ -144,7 +144,12 @@ func TestGroupCommit_S5_WhatArrivesDuringACommitIsOneBatch(t *testing.T) {
 	require.NoError(t, db.Flush(bg))
 	wg.Wait()
 
-	assert.Equal(t, int64(2), db.commits.Load()-before, "the held op, then everything queued meanwhile plus the flush")
+	// The held op, then the 502 writes queued meanwhile as one batch; the
+	// flush rides with them or, when the writer had already started that
+	// batch, commits alone.
+	commits := db.commits.Load() - before
+	assert.GreaterOrEqual(t, commits, int64(2))
+	assert.LessOrEqual(t, commits, int64(3), "what arrived during a commit is one batch")
 	hist, err := db.HistoryPage(bg, HistoryFilter{})
 	require.NoError(t, err)
 	assert.Len(t, hist, n)

@@ -207,14 +207,19 @@ func (db *DB) MarkActive(ctx context.Context, id int64) (attempt int, err error)
 	return j.Attempts, err
 }
 
+const qStartJob = `UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
+	WHERE id = ? AND state = 'queued' RETURNING ` + jobCols
+
 // StartJob is MarkActive returning the whole job as it stands once active, so the caller needs no
 // second read before it starts the download.
 func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 	var j Job
 	err := db.write(ctx, "mark active", func(w *wtx) error {
-		var err error
-		j, err = scanJob(w.tx.QueryRow(`UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
-			WHERE id = ? AND state = 'queued' RETURNING `+jobCols, nanos(db.now()), id))
+		st, err := w.stmt(qStartJob)
+		if err != nil {
+			return err
+		}
+		j, err = scanJob(st.QueryRow(nanos(db.now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}

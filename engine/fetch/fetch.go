@@ -201,6 +201,7 @@ func (c Class) String() string {
 // by many goroutines; create one per download folder and Close it when done.
 type Fetcher struct {
 	root      *os.Root
+	dir       *os.File // the folder, opened through root
 	client    *http.Client
 	ownedTr   *http.Transport
 	ua        string
@@ -225,8 +226,16 @@ func New(cfg Config) (*Fetcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch: open download folder: %w", err)
 	}
+	// The folder as an open directory, for renaming a finished part to its
+	// final name in one no-replace step where the system can (F3).
+	dir, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("fetch: open download folder: %w", err)
+	}
 	f := &Fetcher{
 		root:      root,
+		dir:       dir,
 		ua:        cfg.UserAgent,
 		maxSize:   cfg.MaxSize,
 		downgrade: cfg.AllowDowngrade,
@@ -295,8 +304,13 @@ func (f *Fetcher) Close() error {
 	if f.ownedTr != nil {
 		f.ownedTr.CloseIdleConnections()
 	}
+	f.dir.Close()
 	return f.root.Close()
 }
+
+// errNoRename says the system cannot rename without replacing; the
+// fetcher then links the part to its final name and removes the part.
+var errNoRename = errors.New("rename without replace is not supported here")
 
 // httpScheme reports whether u is an absolute http or https URL with a host.
 func httpScheme(u *url.URL) bool {

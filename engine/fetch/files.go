@@ -142,11 +142,24 @@ func (f *Fetcher) finish(file *os.File, part string) (string, error) {
 	}
 	base := strings.TrimSuffix(part, partSuffix)
 	var (
-		final   string
-		lastErr error
-		noLinks bool
+		final    string
+		lastErr  error
+		noLinks  bool
+		noRename = f.dir == nil
+		renamed  bool
 	)
 	candidates(base, func(c string) bool {
+		if !noRename {
+			err := renameNoReplace(f.dir, part, c)
+			if err == nil {
+				final, renamed = c, true
+				return false
+			}
+			if errors.Is(err, fs.ErrExist) {
+				return true
+			}
+			noRename = true
+		}
 		if !noLinks {
 			err := f.root.Link(part, c)
 			if err == nil {
@@ -181,21 +194,16 @@ func (f *Fetcher) finish(file *os.File, part string) (string, error) {
 		}
 		return "", lastErr
 	}
-	if !noLinks {
-		// After Rename the part name is free and may already belong to
+	if !noLinks && !renamed {
+		// After a rename the part name is free and may already belong to
 		// another job; only the Link path leaves our part to remove.
 		if err := f.root.Remove(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return final, fmt.Errorf("remove %s: %w", part, err)
 		}
 	}
-	f.syncDir()
+	// The file's bytes were synced before it got its name, so a final
+	// name never shows a partial file (F4). The directory itself is not
+	// synced per file: like the database's commits (WAL, synchronous=
+	// NORMAL) a power cut may lose the newest names, never their bytes.
 	return final, nil
-}
-
-// syncDir makes the new directory entries durable, best effort.
-func (f *Fetcher) syncDir() {
-	if d, err := f.root.Open("."); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }
