@@ -63,10 +63,10 @@ bench: deps
 	for c in A:EngineCaseA B:EngineCaseB C:EngineManyHosts; do \
 	  $(BENCH_TMP)/bench.test -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
 	    -test.cpuprofile $(BENCH_TMP)/case$${c%%:*}.cpu || exit 1; \
-	  { echo '$$ go tool pprof -top -nodecount 20'; \
-	    $(GO) tool pprof -top -nodecount 20 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; echo; \
-	    echo '$$ go tool pprof -top -cum -nodecount 45'; \
-	    $(GO) tool pprof -top -cum -nodecount 45 $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; \
+	  { echo '$$ go tool pprof -top -nodecount 20 -ignore demo.Start (the demo hosts starting up)'; \
+	    $(GO) tool pprof -top -nodecount 20 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; echo; \
+	    echo '$$ go tool pprof -top -cum -nodecount 45 -ignore demo.Start'; \
+	    $(GO) tool pprof -top -cum -nodecount 45 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; \
 	  } > $(BENCH_TMP)/case$${c%%:*}.top || exit 1; \
 	done
 	$(GO) run ./bench/cmd/e2e -tmp $(BENCH_TMP)/e2e -out BENCHMARKS.md -gobench $(BENCH_TMP)/gobench.txt \
