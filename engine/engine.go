@@ -70,10 +70,16 @@ type Engine struct {
 
 	running atomic.Int64  // attempts in progress
 	done    chan struct{} // an attempt ended (buffered 1)
+	urgent  atomic.Bool   // a host event happened: write host states now
 
 	mu     sync.Mutex
 	active map[int64]*activeJob
 }
+
+// hostSaveEvery is how often routine host-state changes are written; host
+// events (throttles, breaker transitions, pauses, retunes) are written at
+// once (G10, B6).
+const hostSaveEvery = 250 * time.Millisecond
 
 // activeJob is a download in progress.
 type activeJob struct {
@@ -197,6 +203,7 @@ func (e *Engine) SetBandwidth(bps int64) {
 }
 
 func (e *Engine) onEvent(ev Event) {
+	e.urgent.Store(true)
 	if err := e.store.AppendEvent(ev); err != nil {
 		e.log.Error("recording a host event", "host", ev.Host, "err", err)
 	}
@@ -219,8 +226,18 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	var saved time.Time // when host states were last written
+	pending := false    // a write of host states was put off
 	for {
-		e.persistHosts()
+		// A host event (throttle, breaker, pause, retune …) is written at
+		// once; routine changes (a success, the last status) at most every
+		// hostSaveEvery, so a busy host costs no write per request.
+		if e.urgent.Swap(false) || time.Since(saved) >= hostSaveEvery {
+			e.persistHosts()
+			saved, pending = time.Now(), false
+		} else {
+			pending = true
+		}
 		var wake time.Time
 		for ctx.Err() == nil {
 			d, ok, w := e.core.Next(time.Now())
@@ -233,6 +250,9 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 		}
 		if untilIdle && wake.IsZero() && e.running.Load() == 0 {
 			return e.stop(nil)
+		}
+		if pending && (wake.IsZero() || time.Until(wake) > hostSaveEvery) {
+			wake = saved.Add(hostSaveEvery) // come back to write them
 		}
 		var tick <-chan time.Time
 		if !wake.IsZero() {
