@@ -344,3 +344,20 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 	require.Len(t, log, 2)
 	assert.Equal(t, fmt.Sprintf("bytes=%d-", fi.Size()), log[1].Range, "the second request resumes from the part")
 }
+
+// G10/S4: while the engine runs, a host's routine changes (its last
+// status after a success) reach the database within moments, without a
+// restart or a host event to push them.
+func TestEngine_G10_RoutineHostStateWrittenWhileRunning(t *testing.T) {
+	srv := startDemo(t, demo.Config{Files: 1, FileSize: 256, Seed: 5, Hosts: []demo.HostSpec{{Name: "ok"}}})
+	r := newRig(t, engine.Options{})
+	r.add(srv.URLs()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.eng.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	require.Eventually(t, func() bool {
+		hosts, err := r.db.Hosts(context.Background())
+		return err == nil && len(hosts) == 1 && hosts[0].LastStatus == 200
+	}, 10*time.Second, 20*time.Millisecond, "the host's last status is stored while the engine runs")
+}
