@@ -400,7 +400,7 @@ func (a *attempt) stream(body io.Reader, total int64) {
 		r.Bytes = a.have
 		a.req.Started(r)
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, bufferFor(total))
 	for {
 		n := len(buf)
 		if a.capped() {
@@ -433,6 +433,16 @@ func (a *attempt) stream(body io.Reader, total int64) {
 		return
 	}
 	a.complete()
+}
+
+// bufferFor is the read size for a body of total bytes (-1 unknown): small
+// for small files, 256 KiB from a megabyte on, so large downloads cost
+// few system calls per byte.
+func bufferFor(total int64) int {
+	if total > 1<<20 || total < 0 {
+		return 256 << 10
+	}
+	return 32 << 10
 }
 
 // capped reports whether a bandwidth cap applies now: a limiter at
