@@ -132,7 +132,8 @@ type DB struct {
 	recovered int64
 
 	ops      chan op
-	mu       sync.RWMutex // guards closed against sends on ops
+	prepared map[string]*sql.Stmt // the writer's statements, prepared once; only the writer goroutine uses it
+	mu       sync.RWMutex         // guards closed against sends on ops
 	closed   bool
 	done     chan struct{}
 	batchMax int
@@ -210,7 +211,7 @@ func open(path string, o options) (_ *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{path: path, lock: lock, log: o.logger, now: o.now, batchMax: o.batchMax}
+	db := &DB{path: path, lock: lock, log: o.logger, now: o.now, batchMax: o.batchMax, prepared: map[string]*sql.Stmt{}}
 	defer func() {
 		if err != nil {
 			db.closeHandles()
@@ -371,6 +372,9 @@ func (db *DB) closeHandles() error {
 	var errs []error
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
+	}
+	for _, st := range db.prepared {
+		errs = append(errs, st.Close())
 	}
 	if db.w != nil {
 		// Closing the last connection checkpoints the WAL; SQLite removes -wal and -shm itself.

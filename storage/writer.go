@@ -19,21 +19,46 @@ type op struct {
 
 // wtx is the writer's transaction with a cache of prepared statements for the batch.
 type wtx struct {
+	db    *DB
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt
+	fresh []string // queries this transaction had to prepare itself
 }
 
-// stmt returns a statement prepared once per batch.
+// stmt returns query as a statement of this transaction. A query the
+// writer has seen before is bound from db.prepared, which SQLite prepared
+// once on the writer's only connection; a new one is prepared for this
+// transaction and, after it ends, once for good (preparing on the DB
+// while the transaction holds the only connection would wait forever).
 func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 	if s, ok := w.stmts[query]; ok {
 		return s, nil
 	}
-	s, err := w.tx.Prepare(query)
-	if err != nil {
-		return nil, err
+	var s *sql.Stmt
+	if p, ok := w.db.prepared[query]; ok {
+		s = w.tx.Stmt(p) // same connection: reuses SQLite's statement
+	} else {
+		var err error
+		if s, err = w.tx.Prepare(query); err != nil {
+			return nil, err
+		}
+		w.fresh = append(w.fresh, query)
 	}
 	w.stmts[query] = s
 	return s, nil
+}
+
+// keep prepares, on the now idle writer connection, the queries a
+// transaction met for the first time, for every later transaction.
+func (db *DB) keep(queries []string) {
+	for _, q := range queries {
+		if _, ok := db.prepared[q]; ok {
+			continue
+		}
+		if p, err := db.w.Prepare(q); err == nil {
+			db.prepared[q] = p
+		}
+	}
 }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
@@ -102,7 +127,7 @@ func (db *DB) runTx(ops []op) (err error) {
 	if err != nil {
 		return err
 	}
-	w := &wtx{tx: tx, stmts: make(map[string]*sql.Stmt)}
+	w := &wtx{db: db, tx: tx, stmts: make(map[string]*sql.Stmt)}
 	defer func() {
 		for _, s := range w.stmts {
 			s.Close()
@@ -110,6 +135,7 @@ func (db *DB) runTx(ops []op) (err error) {
 		if err != nil {
 			tx.Rollback()
 		}
+		db.keep(w.fresh)
 	}()
 	for _, o := range ops {
 		if err := o.run(w); err != nil {
