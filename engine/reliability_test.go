@@ -16,18 +16,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -46,6 +40,7 @@ import (
 
 	"heed/engine"
 	"heed/engine/fetch"
+	"heed/engine/internal/testca"
 	"heed/storage"
 )
 
@@ -1284,7 +1279,7 @@ func TestReliability_E27_TrickleAndIdle(t *testing.T) {
 // once, not retried, without a request reaching the handler and without
 // counting against the host's breaker.
 func TestReliability_E28_BadCertificates(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testca.New(t)
 	now := time.Now()
 	loop := []net.IP{net.ParseIP("127.0.0.1")}
 	cases := []struct {
@@ -1294,10 +1289,10 @@ func TestReliability_E28_BadCertificates(t *testing.T) {
 	}{
 		{"self-signed", func() []tls.Certificate { return nil }, false},
 		{"expired", func() []tls.Certificate {
-			return []tls.Certificate{ca.leaf(t, nil, loop, now.Add(-72*time.Hour), now.Add(-24*time.Hour))}
+			return []tls.Certificate{ca.Leaf(t, nil, loop, now.Add(-72*time.Hour), now.Add(-24*time.Hour))}
 		}, true},
 		{"wrong host", func() []tls.Certificate {
-			return []tls.Certificate{ca.leaf(t, []string{"other.example"}, nil, now.Add(-time.Hour), now.Add(time.Hour))}
+			return []tls.Certificate{ca.Leaf(t, []string{"other.example"}, nil, now.Add(-time.Hour), now.Add(time.Hour))}
 		}, true},
 	}
 	for _, tc := range cases {
@@ -1315,7 +1310,7 @@ func TestReliability_E28_BadCertificates(t *testing.T) {
 			t.Cleanup(ts.Close)
 			var fc fetch.Config
 			if tc.trustCA {
-				fc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.pool}}
+				fc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}
 			}
 			r := newRel(t, engine.Options{Fetch: fc})
 			r.add(ts.URL + "/f.bin")
@@ -1388,53 +1383,4 @@ func TestReliability_E30_RedirectLoop(t *testing.T) {
 	assert.Equal(t, "failed", h[fetch.MaxHops].Outcome)
 	assert.Equal(t, 307, h[fetch.MaxHops].Status)
 	assert.Len(t, srv.seen(), fetch.MaxHops+1, "the original request plus ten followed hops")
-}
-
-// ---- certificates for E28 ----
-
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pool *x509.CertPool
-}
-
-func newTestCA(t *testing.T) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "Heed test CA"},
-		NotBefore:             time.Now().Add(-48 * time.Hour),
-		NotAfter:              time.Now().Add(48 * time.Hour),
-		IsCA:                  true,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &testCA{cert: cert, key: key, pool: pool}
-}
-
-func (ca *testCA) leaf(t *testing.T, dns []string, ips []net.IP, notBefore, notAfter time.Time) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: "heed test server"},
-		NotBefore:    notBefore,
-		NotAfter:     notAfter,
-		DNSNames:     dns,
-		IPAddresses:  ips,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	require.NoError(t, err)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }

@@ -21,6 +21,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
+
+	"heed/engine/internal/testca"
 )
 
 // serveFile answers every request with content via http.ServeContent, which
@@ -746,7 +748,7 @@ func TestFetch_E27_IdleBodyTimesOutAndKeepsPart(t *testing.T) {
 }
 
 func TestFetch_E28_CertificateErrorsAreTLSAndFinal(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testca.New(t)
 	now := time.Now()
 	loop := []net.IP{net.ParseIP("127.0.0.1")}
 	cases := []struct {
@@ -756,10 +758,10 @@ func TestFetch_E28_CertificateErrorsAreTLSAndFinal(t *testing.T) {
 	}{
 		{"self-signed", func() []tlsCert { return nil }, false},
 		{"expired", func() []tlsCert {
-			return []tlsCert{ca.leaf(t, nil, loop, now.Add(-72*time.Hour), now.Add(-24*time.Hour))}
+			return []tlsCert{ca.Leaf(t, nil, loop, now.Add(-72*time.Hour), now.Add(-24*time.Hour))}
 		}, true},
 		{"wrong host", func() []tlsCert {
-			return []tlsCert{ca.leaf(t, []string{"other.example"}, nil, now.Add(-time.Hour), now.Add(time.Hour))}
+			return []tlsCert{ca.Leaf(t, []string{"other.example"}, nil, now.Add(-time.Hour), now.Add(time.Hour))}
 		}, true},
 	}
 	for _, tc := range cases {
@@ -777,7 +779,7 @@ func TestFetch_E28_CertificateErrorsAreTLSAndFinal(t *testing.T) {
 			defer ts.Close()
 			e := newEnv(t, func(c *Config) {
 				if tc.trustCA {
-					c.Transport = &http.Transport{TLSClientConfig: &tlsConfig{RootCAs: ca.pool}}
+					c.Transport = &http.Transport{TLSClientConfig: &tlsConfig{RootCAs: ca.Pool}}
 				}
 			})
 			res := e.do(ts.URL+"/f.bin", nil)
@@ -789,10 +791,10 @@ func TestFetch_E28_CertificateErrorsAreTLSAndFinal(t *testing.T) {
 	}
 	t.Run("trusted certificate works", func(t *testing.T) {
 		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
-		ts.TLS = &tlsConfig{Certificates: []tlsCert{ca.leaf(t, nil, loop, now.Add(-time.Hour), now.Add(time.Hour))}}
+		ts.TLS = &tlsConfig{Certificates: []tlsCert{ca.Leaf(t, nil, loop, now.Add(-time.Hour), now.Add(time.Hour))}}
 		ts.StartTLS()
 		defer ts.Close()
-		e := newEnv(t, func(c *Config) { c.Transport = &http.Transport{TLSClientConfig: &tlsConfig{RootCAs: ca.pool}} })
+		e := newEnv(t, func(c *Config) { c.Transport = &http.Transport{TLSClientConfig: &tlsConfig{RootCAs: ca.Pool}} })
 		res := e.do(ts.URL+"/f.bin", nil)
 		require.True(t, res.Done, "%v", res.Err)
 		assert.Equal(t, map[string]string{"f.bin": "ok"}, e.files())
