@@ -324,7 +324,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	userURL, err := url.Parse(job.URL)
 	if err != nil { // cannot happen for a URL that was accepted at input
 		e.core.Observe(d, Outcome{Class: ClassRefused, Err: err}, time.Now())
-		e.finish(job, n, d, Decision{Fail: true, Reason: err.Error()}, fetch.Result{}, time.Now(), job.URL, "failed")
+		e.finish(job, Decision{Fail: true, Reason: err.Error()}, fetch.Result{}, time.Now(), job.URL, "failed")
 		return
 	}
 	jctx, cancel := context.WithCancelCause(ctx)
@@ -395,7 +395,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
 			hop, err := e.acquireHop(jctx, next)
 			if err != nil {
-				e.finish(job, n, d, Decision{}, res, end, next.String(), "canceled")
+				e.finish(job, Decision{}, res, end, next.String(), "canceled")
 				return
 			}
 			d = hop
@@ -418,7 +418,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 			outcome = "retry"
 		}
 		e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome)
-		e.finish(job, n, d, dec, res, end, req.URL.String(), outcome)
+		e.finish(job, dec, res, end, req.URL.String(), outcome)
 		return
 	}
 }
@@ -451,7 +451,7 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 
 // finish moves the job to the state its attempt earned and, for a retry,
 // queues it again behind its delay and its host's gate (R4).
-func (e *Engine) finish(job JobRecord, n int, d Dispatch, dec Decision, res fetch.Result, end time.Time, lastURL, outcome string) {
+func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.Time, lastURL, outcome string) {
 	ctx := context.Background() // the transition must land even while stopping
 	resume := Resume{Part: res.Part, Bytes: res.Bytes, Size: res.Size, ETag: res.ETag, LastModified: res.LastModified}
 	var err error
@@ -459,17 +459,15 @@ func (e *Engine) finish(job JobRecord, n int, d Dispatch, dec Decision, res fetc
 	case "ok":
 		err = e.store.MarkDone(ctx, job.ID, Completed{File: res.File, Bytes: res.Bytes, SHA256: res.SHA256, Status: res.Status})
 	case "canceled":
-		// Paused or cancelled by the person (state already set), or Heed is
-		// stopping: keep the part for resume, and requeue unless the person
-		// moved the job elsewhere.
-		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
-			err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: end, Err: "interrupted", Resume: resume})
-			switch {
-			case err == nil: // Heed is stopping: the job waits for the next run
-				e.core.Add(job.ID, job.Host, end)
-			case errors.Is(err, ErrNotQueued):
-				err = nil
-			}
+		// Heed is stopping: the job waits for the next run, its part kept.
+		// Or the person paused or cancelled it (its state is set already):
+		// only the part is recorded, for a later resume.
+		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: end, Err: "interrupted", Resume: resume})
+		switch {
+		case err == nil:
+			e.core.Add(job.ID, job.Host, end)
+		case errors.Is(err, ErrNotQueued):
+			err = e.store.SaveResume(ctx, job.ID, resume)
 		}
 	case "retry", "throttled":
 		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason,
