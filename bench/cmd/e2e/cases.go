@@ -106,7 +106,7 @@ func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []ben
 			return bench.Measure{}, err
 		}
 	}
-	defer os.RemoveAll(base)
+	// Nothing is deleted until the benchmark ends (see bench.Settle).
 	args, err := t.Args(j)
 	if err != nil {
 		return bench.Measure{}, err
@@ -122,5 +122,8 @@ func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []ben
 	if m.Sync, err = bench.SyncDir(j.Dir); err != nil {
 		return m, err
 	}
-	return m, bench.Verify(j.Dir, want)
+	if err := bench.Verify(j.Dir, want); err != nil {
+		return m, err
+	}
+	return m, bench.Shrink(j.Dir)
 }

@@ -91,8 +91,7 @@ func (d *dispatchBench) perRequest(ctx context.Context) (dispatchResult, error) 
 		logf("  run %d: %d requests in %v, %v cpu, first after %v, %d MiB max RSS", r+1, run.Requests,
 			run.Get.Wall.Round(time.Millisecond), (run.Get.User + run.Get.Sys).Round(time.Millisecond),
 			run.FirstReq.Round(time.Millisecond), run.Get.MaxRSS>>20)
-		res.Runs = append(res.Runs, run)
-		_ = os.RemoveAll(base)
+		res.Runs = append(res.Runs, run) // its files stay until the end (bench.Settle)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}

@@ -42,6 +42,7 @@ func main() {
 	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch folder (heed binary, scale database) afterwards")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
+	flag.DurationVar(&o.settle, "settle", 370*time.Second, "wait this long before measuring, for earlier deletions to age out (bench.Settle)")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -54,7 +55,7 @@ type options struct {
 	fastRuns, slowRuns                                                             int
 	scaleDown                                                                      float64
 	keep                                                                           bool
-	window                                                                         time.Duration
+	window, settle                                                                 time.Duration
 }
 
 func (o options) has(list, name string) bool {
@@ -70,7 +71,7 @@ func (o options) n(x int) int { return max(1, int(float64(x)*o.scaleDown)) }
 
 func run(ctx context.Context, o options) error {
 	rep := &report{Started: time.Now(), LoadBefore: strings.TrimSpace(o.loadBefore), LoadStart: loadavg(),
-		Scale: o.scaleDown}
+		Scale: o.scaleDown, Settle: o.settle}
 	rep.NoFile = raiseNoFile()
 	if err := os.RemoveAll(o.tmp); err != nil {
 		return err
@@ -109,6 +110,11 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	rep.machine(tools)
+	logf("waiting %v for earlier deletions to age out (bench.Settle)", o.settle)
+	if rep.CreateCost, err = bench.Settle(o.tmp, o.settle); err != nil {
+		return fmt.Errorf("measuring the cost of a file create: %w", err)
+	}
+	logf("a file create costs %v of CPU here", rep.CreateCost.Round(time.Microsecond))
 
 	cases := []e2eCase{
 		{ID: "a", Hosts: o.n(50), Files: o.n(400), Size: 1 << 10, Runs: o.fastRuns, ShaEvery: 100},
