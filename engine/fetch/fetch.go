@@ -116,6 +116,12 @@ const (
 // Its Result carries Part, Bytes (already on disk), Size, ETag and
 // LastModified: the caller persists them so that a crash in the middle of
 // the body still resumes from the part (F5, S2).
+//
+// Received, when not nil, is called at most once per Do, as soon as the
+// whole body is in the part and verified (Class OK, Status and Bytes set),
+// before the part is synced and renamed: the exchange with the server is
+// over, and the caller may let its host take the next request while this
+// file is made durable. Do's Result still says whether that succeeded.
 type Request struct {
 	URL          *url.URL
 	UserURL      *url.URL
@@ -125,6 +131,7 @@ type Request struct {
 	Size         int64
 	Hop          int
 	Started      func(Result)
+	Received     func(Result)
 }
 
 // Result reports one attempt. Every field is meaningful whatever the outcome:
@@ -210,6 +217,7 @@ type Fetcher struct {
 	idle      time.Duration
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
+	syncer    syncer
 }
 
 // New opens Config.Dir and builds a Fetcher.
@@ -243,6 +251,7 @@ func New(cfg Config) (*Fetcher, error) {
 		freeSpace: cfg.FreeSpace,
 		bw:        cfg.Bandwidth,
 	}
+	f.syncer.dir = dir
 	if f.ua == "" {
 		v := cfg.Version
 		if v == "" {

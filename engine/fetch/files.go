@@ -127,13 +127,14 @@ func isPartName(name string) bool {
 	return ok && base != "" && sanitize(base) == base
 }
 
-// finish syncs and closes the complete part, then gives it its final name
+// finish syncs (with other parts finishing at the same time, see syncer)
+// and closes the complete part, then gives it its final name
 // (F3, F4). The final name is taken exclusively: Root.Link fails if the name
 // exists (even as a dangling symlink), in which case the next candidate is
 // tried. Where hard links are unsupported, an O_EXCL placeholder reserves the
 // name and Rename replaces that placeholder with the part.
 func (f *Fetcher) finish(file *os.File, part string) (string, error) {
-	if err := file.Sync(); err != nil {
+	if err := f.syncer.sync(file); err != nil {
 		file.Close()
 		return "", fmt.Errorf("sync %s: %w", part, err)
 	}

@@ -28,3 +28,7 @@ func renameNoReplace(dir *os.File, from, to string) error {
 	}
 	return err
 }
+
+// syncFS writes everything waiting on dir's file system to stable storage,
+// and reports a write error that happened there since the last call.
+func syncFS(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) }

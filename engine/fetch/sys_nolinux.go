@@ -2,8 +2,14 @@
 
 package fetch
 
-import "os"
+import (
+	"errors"
+	"os"
+)
 
 // renameNoReplace is Linux's renameat2(RENAME_NOREPLACE); elsewhere the
 // caller links and removes instead.
 func renameNoReplace(*os.File, string, string) error { return errNoRename }
+
+// syncFS is Linux's syncfs(2); elsewhere each file is synced alone.
+func syncFS(*os.File) error { return errors.ErrUnsupported }
