@@ -147,12 +147,31 @@ func notQueued(err error) error {
 	return err
 }
 
-func (s engineStore) MarkActive(ctx context.Context, id int64) (engine.JobRecord, error) {
-	j, err := s.db.StartJob(ctx, id)
+func (s engineStore) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRecord, error) {
+	jobs, err := s.db.StartJobs(ctx, ids)
 	if err != nil {
-		return engine.JobRecord{}, notQueued(err)
+		return nil, err
 	}
-	return jobRecord(j), nil
+	recs := make([]engine.JobRecord, len(jobs))
+	for i, j := range jobs {
+		if j.ID != 0 {
+			recs[i] = jobRecord(j)
+		}
+	}
+	return recs, nil
+}
+
+func (s engineStore) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
+	fs := make([]Finish, len(done))
+	for i, d := range done {
+		fs[i] = Finish{Attempt: attemptOf(d.Attempt),
+			Done: Done{File: d.Done.File, Bytes: d.Done.Bytes, SHA256: d.Done.SHA256, Status: d.Done.Status}}
+	}
+	errs, err := s.db.FinishJobs(ctx, fs)
+	for i := range errs {
+		errs[i] = notQueued(errs[i])
+	}
+	return errs, err
 }
 
 func progressOf(r engine.Resume) Progress {
@@ -163,10 +182,6 @@ func (s engineStore) MarkQueued(ctx context.Context, id int64, r engine.Requeued
 	p := progressOf(r.Resume)
 	return notQueued(s.db.MarkQueued(ctx, id, Retry{NotBefore: r.NotBefore, Err: r.Err, Status: r.Status,
 		Throttled: r.Throttled, Progress: &p}))
-}
-
-func (s engineStore) MarkDone(ctx context.Context, id int64, d engine.Completed) error {
-	return notQueued(s.db.MarkDone(ctx, id, Done{File: d.File, Bytes: d.Bytes, SHA256: d.SHA256, Status: d.Status}))
 }
 
 func (s engineStore) MarkFailed(ctx context.Context, id int64, reason string, status int) error {
@@ -186,9 +201,13 @@ func (s engineStore) SetJobState(ctx context.Context, ids []int64, to engine.Job
 }
 
 func (s engineStore) RecordAttempt(a engine.AttemptRecord) error {
-	return s.db.RecordAttempt(Attempt{JobID: a.JobID, URL: a.URL, Host: a.Host, Attempt: a.Attempt,
+	return s.db.RecordAttempt(attemptOf(a))
+}
+
+func attemptOf(a engine.AttemptRecord) Attempt {
+	return Attempt{JobID: a.JobID, URL: a.URL, Host: a.Host, Attempt: a.Attempt,
 		StartedAt: a.StartedAt, Duration: a.Duration, Status: a.Status, Outcome: a.Outcome, Bytes: a.Bytes,
-		Error: a.Err, RetryAfter: a.RetryAfter, BackoffLevel: a.Level, BreakerState: a.Breaker.String()})
+		Error: a.Err, RetryAfter: a.RetryAfter, BackoffLevel: a.Level, BreakerState: a.Breaker.String()}
 }
 
 func (s engineStore) SaveHost(h engine.HostState) error {

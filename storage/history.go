@@ -33,14 +33,16 @@ type Attempt struct {
 // batch (group commit, S5). Flush waits for it and reports a failure (for example a JobID that
 // does not exist).
 func (db *DB) RecordAttempt(a Attempt) error {
-	return db.queue("record attempt", func(w *wtx) error {
-		_, err := w.exec(`INSERT INTO attempts (job_id, url, host, attempt, started_at, duration_ns, status,
-			outcome, bytes, error, retry_after_ms, backoff_level, breaker_state)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			a.JobID, a.URL, a.Host, a.Attempt, nanos(a.StartedAt), int64(a.Duration), a.Status, a.Outcome,
-			a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.BackoffLevel, a.BreakerState)
-		return err
-	})
+	return db.queue("record attempt", func(w *wtx) error { return insertAttempt(w, a) })
+}
+
+func insertAttempt(w *wtx, a Attempt) error {
+	_, err := w.exec(`INSERT INTO attempts (job_id, url, host, attempt, started_at, duration_ns, status,
+		outcome, bytes, error, retry_after_ms, backoff_level, breaker_state)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.JobID, a.URL, a.Host, a.Attempt, nanos(a.StartedAt), int64(a.Duration), a.Status, a.Outcome,
+		a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.BackoffLevel, a.BreakerState)
+	return err
 }
 
 // HistoryFilter selects attempts. Zero fields do not filter.

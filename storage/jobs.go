@@ -231,6 +231,70 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 	return j, nil
 }
 
+// StartJobs is StartJob for several jobs in one commit. The result is aligned with ids; a job
+// that is not queued any more (paused or cancelled meanwhile, or unknown) has a zero ID in its
+// slot. The error is the write's, for all of them.
+func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
+	jobs := make([]Job, len(ids))
+	err := db.write(ctx, "mark active", func(w *wtx) error {
+		st, err := w.stmt(qStartJob)
+		if err != nil {
+			return err
+		}
+		now := nanos(db.now())
+		for i, id := range ids {
+			j, err := scanJob(st.QueryRow(now, id))
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				j = Job{}
+			case err != nil:
+				return err
+			}
+			jobs[i] = j // overwrites a rolled-back run's result
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return jobs, nil
+}
+
+// Finish is one completed download: its attempt for history and its file.
+type Finish struct {
+	Attempt Attempt
+	Done    Done
+}
+
+// FinishJobs records each attempt (S3) and marks each job done, in one commit, before it returns
+// (J3). The result is aligned with fs: a job that is not active any more (the person paused or
+// cancelled it while its file was being finished) keeps its state and gets ErrStateConflict,
+// its attempt recorded all the same. The error is the write's, for all of them.
+func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
+	errs := make([]error, len(fs))
+	err := db.write(ctx, "mark done", func(w *wtx) error {
+		now := nanos(db.now())
+		for i, f := range fs {
+			errs[i] = nil
+			if err := insertAttempt(w, f.Attempt); err != nil {
+				return err
+			}
+			r, err := w.exec(qMarkDone, f.Done.File, f.Done.Bytes, f.Done.SHA256, f.Done.Status, now, f.Attempt.JobID)
+			if err != nil {
+				return err
+			}
+			if n, _ := r.RowsAffected(); n != 1 {
+				errs[i] = whyNot(w, f.Attempt.JobID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
 // Retry describes why an active job goes back to the queue and when it may run again.
 type Retry struct {
 	NotBefore time.Time // earliest next start (retry delay, Retry-After)
@@ -273,10 +337,11 @@ type Done struct {
 // MarkDone records an active job's completed file. The partial name is cleared, since the
 // partial file became File. A job that is not active gives ErrStateConflict.
 func (db *DB) MarkDone(ctx context.Context, id int64, d Done) error {
-	return db.transition(ctx, "mark done", id, `UPDATE jobs SET state = 'done', file = ?, part = '',
-		bytes = ?, sha256 = ?, last_status = ?, last_error = '', updated_at = ?
-		WHERE id = ? AND state = 'active'`, d.File, d.Bytes, d.SHA256, d.Status, nanos(db.now()), id)
+	return db.transition(ctx, "mark done", id, qMarkDone, d.File, d.Bytes, d.SHA256, d.Status, nanos(db.now()), id)
 }
+
+const qMarkDone = `UPDATE jobs SET state = 'done', file = ?, part = '', bytes = ?, sha256 = ?,
+	last_status = ?, last_error = '', updated_at = ? WHERE id = ? AND state = 'active'`
 
 // MarkFailed gives up on an active job with reason. Its partial file is kept, so a Requeue can
 // resume it. A job that is not active gives ErrStateConflict.

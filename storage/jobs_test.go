@@ -361,3 +361,84 @@ func TestReads_U1_Counts(t *testing.T) {
 		"b.example": {StateQueued: 2},
 	}, byHost)
 }
+
+func TestStartJobs_J3_OneCommitSkipsJobsNoLongerQueued(t *testing.T) {
+	db, path := openTest(t)
+	queued := jobIn(t, db, "https://a.example/1", StateQueued)
+	paused := jobIn(t, db, "https://a.example/2", StatePaused)
+	second := jobIn(t, db, "https://a.example/3", StateQueued)
+	before := db.commits.Load()
+
+	jobs, err := db.StartJobs(bg, []int64{queued, paused, 999, second})
+	require.NoError(t, err)
+	require.Len(t, jobs, 4)
+	assert.Equal(t, queued, jobs[0].ID)
+	assert.Equal(t, StateActive, jobs[0].State)
+	assert.Equal(t, 1, jobs[0].Attempts)
+	assert.Equal(t, "https://a.example/1", jobs[0].URL)
+	assert.Zero(t, jobs[1].ID, "a paused job is not started")
+	assert.Zero(t, jobs[2].ID, "an unknown job is not started")
+	assert.Equal(t, second, jobs[3].ID)
+	assert.Equal(t, int64(1), db.commits.Load()-before, "one commit for the batch")
+
+	// Committed when it returns (J3): another connection sees it.
+	raw := rawOpenRO(t, path)
+	var active int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'active'`).Scan(&active))
+	assert.Equal(t, 2, active)
+	j, err := db.Job(bg, paused)
+	require.NoError(t, err)
+	assert.Equal(t, StatePaused, j.State)
+}
+
+func TestFinishJobs_J3_S3_RecordsAttemptsAndMarksDoneInOneCommit(t *testing.T) {
+	db, path := openTest(t)
+	a := jobIn(t, db, "https://a.example/1", StateActive)
+	b := jobIn(t, db, "https://a.example/2", StateActive)
+	c := jobIn(t, db, "https://a.example/3", StateActive)
+	_, err := db.SetJobState(bg, []int64{c}, StateCancelled) // the person cancelled it meanwhile
+	require.NoError(t, err)
+	before := db.commits.Load()
+
+	fin := func(id int64, file string) Finish {
+		return Finish{Attempt: Attempt{JobID: id, URL: "https://a.example/x", Host: "a.example", Attempt: 1,
+			StartedAt: time.Unix(1_800_000_000, 0), Duration: time.Millisecond, Status: 200, Outcome: "ok", Bytes: 3},
+			Done: Done{File: file, Bytes: 3, SHA256: "abc", Status: 200}}
+	}
+	errs, err := db.FinishJobs(bg, []Finish{fin(a, "one"), fin(b, "two"), fin(c, "three")})
+	require.NoError(t, err)
+	require.Len(t, errs, 3)
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	assert.ErrorIs(t, errs[2], ErrStateConflict, "a cancelled job stays cancelled")
+	assert.Equal(t, int64(1), db.commits.Load()-before, "one commit for the batch")
+
+	raw := rawOpenRO(t, path)
+	var n int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM attempts WHERE outcome = 'ok'`).Scan(&n))
+	assert.Equal(t, 3, n, "every attempt is in history, the cancelled job's too (S3)")
+	for id, file := range map[int64]string{a: "one", b: "two"} {
+		j, err := db.Job(bg, id)
+		require.NoError(t, err)
+		assert.Equal(t, StateDone, j.State)
+		assert.Equal(t, file, j.File)
+		assert.Equal(t, "abc", j.SHA256)
+	}
+	j, err := db.Job(bg, c)
+	require.NoError(t, err)
+	assert.Equal(t, StateCancelled, j.State)
+}
+
+func TestWriter_S5_BackgroundWriteLandsWithTheNextWaitedOne(t *testing.T) {
+	db, path := openTest(t)
+	id := jobIn(t, db, "https://a.example/1", StateActive)
+	// A background write lingers for company; the transition that follows
+	// commits at once and carries it, in order.
+	require.NoError(t, db.RecordAttempt(Attempt{JobID: id, URL: "https://a.example/1", Host: "a.example",
+		Attempt: 1, StartedAt: time.Unix(1_800_000_000, 0), Status: 503, Outcome: "retry"}))
+	require.NoError(t, db.MarkFailed(bg, id, "gone", 410))
+	raw := rawOpenRO(t, path)
+	var n int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM attempts WHERE job_id = ?`, id).Scan(&n))
+	assert.Equal(t, 1, n)
+}

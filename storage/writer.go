@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // op is one unit of work for the writer goroutine. run must be safe to run again after a
@@ -72,30 +73,59 @@ func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 // writer is the single goroutine that owns the writer connection. It takes one op, then every op
 // that is already waiting (up to batchMax), runs them all in one transaction and commits: the
 // longer a commit takes, the bigger the next batch (group commit, S5).
+//
+// A batch of background writes only (RecordAttempt, QueueProgress, SaveHost …), which nobody
+// waits for, lingers up to backgroundLinger for more work first, and commits at once when a
+// write somebody waits for joins it: under load, history then costs a few commits a second
+// instead of one or two per download, and a waiting write is never held back.
 func (db *DB) writer() {
 	defer close(db.done)
 	batch := make([]op, 0, db.batchMax)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
 	for {
 		first, ok := <-db.ops
 		if !ok {
 			return
 		}
 		batch = append(batch[:0], first)
+		waited := first.done != nil
+		lingering := false
 	drain:
 		for len(batch) < db.batchMax {
+			var o op
 			select {
-			case o, ok := <-db.ops:
-				if !ok {
+			case o, ok = <-db.ops:
+			default:
+				if waited {
 					break drain
 				}
-				batch = append(batch, o)
-			default:
-				break drain
+				if !lingering {
+					lingering = true
+					linger.Reset(backgroundLinger)
+				}
+				select {
+				case o, ok = <-db.ops:
+				case <-linger.C:
+					lingering = false
+					break drain
+				}
 			}
+			if !ok {
+				break drain // closing: commit what came, then stop
+			}
+			batch = append(batch, o)
+			waited = waited || o.done != nil
+		}
+		if lingering {
+			linger.Stop()
 		}
 		db.runBatch(batch)
 	}
 }
+
+// backgroundLinger is how long a batch of background writes waits for company (see writer).
+const backgroundLinger = 20 * time.Millisecond
 
 // runBatch commits batch as one transaction. If any op (or the commit) fails, the transaction is
 // rolled back and each op runs again in a transaction of its own, so one bad op fails alone.
