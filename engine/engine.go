@@ -223,6 +223,9 @@ func (e *Engine) Run(ctx context.Context) error { return e.run(ctx, false) }
 func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, true) }
 
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
+	fin := make(chan finishing, maxFinishing)
+	go e.completer(fin)
+	defer close(fin) // after stop: no attempt is left to send
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -239,14 +242,18 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 			pending = true
 		}
 		var wake time.Time
-		for ctx.Err() == nil {
+		var batch []Dispatch
+		for ctx.Err() == nil && !e.saturated() {
 			d, ok, w := e.core.Next(time.Now())
 			if !ok {
 				wake = w
 				break
 			}
 			e.running.Add(1)
-			go e.attempt(ctx, d)
+			batch = append(batch, d)
+		}
+		if len(batch) > 0 {
+			e.start(ctx, batch, fin)
 		}
 		if untilIdle && wake.IsZero() && e.running.Load() == 0 {
 			return e.stop(nil)
@@ -271,6 +278,92 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 			case <-timer.C:
 			default:
 			}
+		}
+	}
+}
+
+// maxFinishing is how many attempts may be finishing (their bodies all
+// received, their requests no longer in flight, their files being synced,
+// renamed and marked done) beside the requests in flight. Finishing
+// together is what makes it cheap (fetch's batched sync, the store's group
+// commit); the bound keeps open files and goroutines in check when the disk
+// is slower than the network.
+const maxFinishing = 256
+
+// saturated reports whether so many attempts are running that no new one
+// may start until one ends.
+func (e *Engine) saturated() bool {
+	n := e.running.Load()
+	return n >= maxFinishing && n >= int64(e.core.GlobalInflight()+maxFinishing)
+}
+
+// start marks the jobs of batch active in one commit, before any of their
+// requests is sent (J3), and starts an attempt for each. A job paused or
+// cancelled since it was queued is handed back to the core.
+func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishing) {
+	ids := make([]int64, len(batch))
+	for i, d := range batch {
+		ids[i] = d.JobID
+	}
+	// The commit completes even when Heed is stopping, so no job is left
+	// active in the database without an attempt that will settle it.
+	jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), ids)
+	if err != nil {
+		e.log.Error("starting jobs", "jobs", len(ids), "err", err)
+	}
+	now := time.Now()
+	for i, d := range batch {
+		if err != nil || jobs[i].ID == 0 {
+			e.core.Observe(d, Outcome{Class: ClassCanceled}, now)
+			e.finished()
+			continue
+		}
+		go e.attempt(ctx, d, jobs[i], fin)
+	}
+}
+
+// finishing is a download complete on disk whose job is yet to be marked
+// done.
+type finishing struct {
+	done Finished
+	end  JobEnd
+}
+
+// completer marks finished downloads done, as many per commit as have
+// arrived meanwhile (J3, S5), then reports them and ends their attempts.
+func (e *Engine) completer(fin <-chan finishing) {
+	batch := make([]finishing, 0, maxFinishing)
+	for f := range fin {
+		batch = append(batch[:0], f)
+	more:
+		for len(batch) < cap(batch) {
+			select {
+			case f, ok := <-fin:
+				if !ok {
+					break more
+				}
+				batch = append(batch, f)
+			default:
+				break more
+			}
+		}
+		done := make([]Finished, len(batch))
+		for i, f := range batch {
+			done[i] = f.done
+		}
+		errs, err := e.store.FinishJobs(context.Background(), done)
+		for i, f := range batch {
+			ferr := err
+			if ferr == nil {
+				ferr = errs[i]
+			}
+			if ferr != nil {
+				e.log.Error("recording a job's state", "job", f.end.ID, "outcome", "ok", "err", ferr)
+			}
+			if e.opt.OnJob != nil {
+				e.opt.OnJob(f.end)
+			}
+			e.finished()
 		}
 	}
 }
@@ -310,17 +403,15 @@ func (e *Engine) finished() {
 
 // attempt runs one attempt of a job (redirect hops included) on dispatch d
 // and moves the job to its next state.
-func (e *Engine) attempt(ctx context.Context, d Dispatch) {
-	defer e.finished()
-	job, err := e.store.MarkActive(ctx, d.JobID) // persisted before acted on (J3)
-	n := job.Attempts
-	if err != nil {
-		e.core.Observe(d, Outcome{Class: ClassCanceled}, time.Now())
-		if !errors.Is(err, ErrNotQueued) && ctx.Err() == nil {
-			e.log.Error("starting a job", "job", d.JobID, "err", err)
+// A complete download goes to fin, where the completer ends the attempt.
+func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin chan<- finishing) {
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			e.finished()
 		}
-		return
-	}
+	}()
+	n := job.Attempts
 	userURL, err := url.Parse(job.URL)
 	if err != nil { // cannot happen for a URL that was accepted at input
 		e.core.Observe(d, Outcome{Class: ClassRefused, Err: err}, time.Now())
@@ -371,13 +462,31 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 			}
 		}
 	}
+	// Once the whole body is in, the exchange with the host is over: report
+	// it to the core at once, so the host and the global slot take their
+	// next request while this file is synced, named and marked done.
+	var received struct {
+		dec Decision
+		at  time.Time
+		ok  bool
+	}
+	req.Received = func(r fetch.Result) {
+		received.at = time.Now()
+		received.dec = e.core.Observe(d, Outcome{Status: r.Status, RetryAfter: r.RetryAfter, Class: classOf(r),
+			Attempts: n}, received.at)
+		received.ok = true
+	}
 	for {
 		start := time.Now()
 		res := e.fetch.Do(jctx, req, progress)
 		end := time.Now()
-		out := Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res), Err: res.Err,
-			Attempts: n}
-		dec := e.core.Observe(d, out, end)
+		var dec Decision
+		if received.ok {
+			dec, end = received.dec, received.at
+		} else {
+			dec = e.core.Observe(d, Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res),
+				Err: res.Err, Attempts: n}, end)
+		}
 		var next *url.URL // the same attempt goes on with another request
 		switch {
 		case res.Redirect != nil && res.Class == fetch.OK:
@@ -416,6 +525,16 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 			outcome = "throttled"
 		case dec.Retry:
 			outcome = "retry"
+		}
+		if outcome == "ok" {
+			fin <- finishing{
+				done: Finished{Attempt: e.attemptRecord(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome),
+					Done: Completed{File: res.File, Bytes: res.Bytes, SHA256: res.SHA256, Status: res.Status}},
+				end: JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File,
+					Bytes: res.Bytes, SHA256: res.SHA256},
+			}
+			handedOff = true
+			return
 		}
 		e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome)
 		e.finish(job, dec, res, end, req.URL.String(), outcome)
@@ -456,8 +575,6 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 	resume := Resume{Part: res.Part, Bytes: res.Bytes, Size: res.Size, ETag: res.ETag, LastModified: res.LastModified}
 	var err error
 	switch outcome {
-	case "ok":
-		err = e.store.MarkDone(ctx, job.ID, Completed{File: res.File, Bytes: res.Bytes, SHA256: res.SHA256, Status: res.Status})
 	case "canceled":
 		// Heed is stopping: the job waits for the next run, its part kept.
 		// Or the person paused or cancelled it (its state is set already):
@@ -502,6 +619,14 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 
 // record adds one exchange to history (S3).
 func (e *Engine) record(job JobRecord, n int, u, host string, start, end time.Time, res fetch.Result, dec Decision, outcome string) {
+	err := e.store.RecordAttempt(e.attemptRecord(job, n, u, host, start, end, res, dec, outcome))
+	if err != nil {
+		e.log.Error("recording an attempt", "job", job.ID, "err", err)
+	}
+}
+
+// attemptRecord is one exchange as history keeps it (S3).
+func (e *Engine) attemptRecord(job JobRecord, n int, u, host string, start, end time.Time, res fetch.Result, dec Decision, outcome string) AttemptRecord {
 	ra, _ := ParseRetryAfter(res.RetryAfter, end)
 	errText := ""
 	if res.Err != nil {
@@ -509,12 +634,9 @@ func (e *Engine) record(job JobRecord, n int, u, host string, start, end time.Ti
 	} else if outcome != "ok" && outcome != "redirect" {
 		errText = dec.Reason
 	}
-	err := e.store.RecordAttempt(AttemptRecord{JobID: job.ID, URL: u, Host: host, Attempt: n, StartedAt: start,
+	return AttemptRecord{JobID: job.ID, URL: u, Host: host, Attempt: n, StartedAt: start,
 		Duration: end.Sub(start), Status: res.Status, Outcome: outcome, Bytes: res.Bytes, Err: errText,
-		RetryAfter: ra, Level: dec.Level, Breaker: dec.Breaker})
-	if err != nil {
-		e.log.Error("recording an attempt", "job", job.ID, "err", err)
-	}
+		RetryAfter: ra, Level: dec.Level, Breaker: dec.Breaker}
 }
 
 // classOf maps the fetcher's outcome classes onto the core's (R2, B1).

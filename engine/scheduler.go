@@ -890,6 +890,13 @@ func (c *Core) SetGlobalInflight(n int) {
 	c.signal()
 }
 
+// GlobalInflight returns L1, the cap on requests in flight across all hosts.
+func (c *Core) GlobalInflight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inflightCap
+}
+
 // SetGlobalRate sets L2's global request rate in requests per second,
 // 0 for none. Its bucket holds one second's worth (at least 1).
 func (c *Core) SetGlobalRate(perSec float64) {

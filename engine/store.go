@@ -11,7 +11,7 @@ import (
 // the storage package implements it (storage.EngineStore), so the engine
 // never speaks SQL and can be tested with any Store.
 //
-// Job transitions (MarkActive, MarkQueued, MarkDone, MarkFailed) must be
+// Job transitions (StartJobs, FinishJobs, MarkQueued, MarkFailed) must be
 // committed when they return: the engine acts on a transition only after it
 // is on disk (J3). RecordAttempt, SaveHost and AppendEvent may be batched
 // (S5); Flush waits for them.
@@ -28,13 +28,16 @@ type Store interface {
 	ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error
 	// Job returns one job.
 	Job(ctx context.Context, id int64) (JobRecord, error)
-	// MarkActive moves a queued job to active, counting the attempt it
-	// starts, and returns the job as it now stands; MarkQueued with
-	// Throttled gives the attempt back (R3). ErrNotQueued when the job is
-	// no longer queued (paused or cancelled meanwhile).
-	MarkActive(ctx context.Context, id int64) (JobRecord, error)
+	// StartJobs moves queued jobs to active in one commit, counting the
+	// attempt each starts, and returns them as they now stand, aligned with
+	// ids; a job no longer queued (paused or cancelled meanwhile) has a zero
+	// ID. MarkQueued with Throttled gives the attempt back (R3).
+	StartJobs(ctx context.Context, ids []int64) ([]JobRecord, error)
+	// FinishJobs records each attempt (S3) and marks each job done, in one
+	// commit. The result is aligned with done: a job no longer active gets
+	// an error wrapping ErrNotQueued, its attempt recorded all the same.
+	FinishJobs(ctx context.Context, done []Finished) ([]error, error)
 	MarkQueued(ctx context.Context, id int64, r Requeued) error
-	MarkDone(ctx context.Context, id int64, d Completed) error
 	MarkFailed(ctx context.Context, id int64, reason string, status int) error
 	// SaveResume records what is on disk of a download, for resume (F5).
 	SaveResume(ctx context.Context, id int64, r Resume) error
@@ -64,8 +67,8 @@ type Store interface {
 	Flush(ctx context.Context) error
 }
 
-// ErrNotQueued is what a Store's MarkActive returns (wrapped) when the job
-// was paused or cancelled between being scheduled and being started.
+// ErrNotQueued is what a Store returns (wrapped) when a job is not in the
+// state a transition expects: paused or cancelled meanwhile.
 var ErrNotQueued = errors.New("job is not queued")
 
 // JobState is a job's state (J3).
@@ -151,6 +154,12 @@ type Completed struct {
 	Bytes  int64
 	SHA256 string
 	Status int
+}
+
+// Finished is one download complete on disk: its attempt and its file.
+type Finished struct {
+	Attempt AttemptRecord
+	Done    Completed
 }
 
 // AttemptRecord is one line of history (S3).
