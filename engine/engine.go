@@ -284,10 +284,10 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 
 // maxFinishing is how many attempts may be finishing (their bodies all
 // received, their requests no longer in flight, their files being synced,
-// renamed and marked done) beside the requests in flight. Finishing
-// together is what makes it cheap (fetch's batched sync, the store's group
-// commit); the bound keeps open files and goroutines in check when the disk
-// is slower than the network.
+// named and marked done by the completer) beside the requests in flight.
+// Finishing together is what makes it cheap (one sync and one commit for
+// many files); the bound keeps open files in check when the disk is slower
+// than the network.
 const maxFinishing = 256
 
 // saturated reports whether so many attempts are running that no new one
@@ -322,15 +322,21 @@ func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishi
 	}
 }
 
-// finishing is a download complete on disk whose job is yet to be marked
-// done.
+// finishing is an attempt whose whole body is in its part: the part is
+// yet to be made final and the job marked done.
 type finishing struct {
-	done Finished
-	end  JobEnd
+	job        JobRecord
+	n          int
+	url, host  string
+	start, end time.Time
+	res        fetch.Result
+	dec        Decision
 }
 
-// completer marks finished downloads done, as many per commit as have
-// arrived meanwhile (J3, S5), then reports them and ends their attempts.
+// completer finishes downloads as many at a time as have arrived: it syncs
+// their parts together and names them (F4), marks their jobs done with their
+// attempts in one commit (J3, S3, S5), then reports them and ends their
+// attempts. A part that cannot be made final fails its job.
 func (e *Engine) completer(fin <-chan finishing) {
 	batch := make([]finishing, 0, maxFinishing)
 	for f := range fin {
@@ -347,24 +353,46 @@ func (e *Engine) completer(fin <-chan finishing) {
 				break more
 			}
 		}
-		done := make([]Finished, len(batch))
-		for i, f := range batch {
-			done[i] = f.done
-		}
-		errs, err := e.store.FinishJobs(context.Background(), done)
-		for i, f := range batch {
-			ferr := err
-			if ferr == nil {
-				ferr = errs[i]
-			}
-			if ferr != nil {
-				e.log.Error("recording a job's state", "job", f.end.ID, "outcome", "ok", "err", ferr)
-			}
-			if e.opt.OnJob != nil {
-				e.opt.OnJob(f.end)
-			}
+		e.complete(batch)
+	}
+}
+
+func (e *Engine) complete(batch []finishing) {
+	rs := make([]*fetch.Result, len(batch))
+	for i := range batch {
+		rs[i] = &batch[i].res
+	}
+	e.fetch.FinishParts(rs)
+	done := make([]Finished, 0, len(batch))
+	ok := batch[:0:0]
+	for _, f := range batch {
+		if !f.res.Done {
+			e.record(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "failed")
+			e.finish(f.job, f.dec, f.res, f.end, f.url, "failed")
 			e.finished()
+			continue
 		}
+		done = append(done, Finished{Attempt: e.attemptRecord(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "ok"),
+			Done: Completed{File: f.res.File, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status}})
+		ok = append(ok, f)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	errs, err := e.store.FinishJobs(context.Background(), done)
+	for i, f := range ok {
+		ferr := err
+		if ferr == nil {
+			ferr = errs[i]
+		}
+		if ferr != nil {
+			e.log.Error("recording a job's state", "job", f.job.ID, "outcome", "ok", "err", ferr)
+		}
+		if e.opt.OnJob != nil {
+			e.opt.OnJob(JobEnd{ID: f.job.ID, URL: f.job.URL, Host: f.job.Host, Outcome: "ok", File: f.res.File,
+				Bytes: f.res.Bytes, SHA256: f.res.SHA256})
+		}
+		e.finished()
 	}
 }
 
@@ -462,31 +490,16 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			}
 		}
 	}
-	// Once the whole body is in, the exchange with the host is over: report
-	// it to the core at once, so the host and the global slot take their
-	// next request while this file is synced, named and marked done.
-	var received struct {
-		dec Decision
-		at  time.Time
-		ok  bool
-	}
-	req.Received = func(r fetch.Result) {
-		received.at = time.Now()
-		received.dec = e.core.Observe(d, Outcome{Status: r.Status, RetryAfter: r.RetryAfter, Class: classOf(r),
-			Attempts: n}, received.at)
-		received.ok = true
-	}
+	// A complete body comes back with its part still to be made final: the
+	// completer does that for many at once, while this host and slot take
+	// their next request.
+	req.Defer = true
 	for {
 		start := time.Now()
 		res := e.fetch.Do(jctx, req, progress)
 		end := time.Now()
-		var dec Decision
-		if received.ok {
-			dec, end = received.dec, received.at
-		} else {
-			dec = e.core.Observe(d, Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res),
-				Err: res.Err, Attempts: n}, end)
-		}
+		dec := e.core.Observe(d, Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res),
+			Err: res.Err, Attempts: n}, end)
 		var next *url.URL // the same attempt goes on with another request
 		switch {
 		case res.Redirect != nil && res.Class == fetch.OK:
@@ -517,7 +530,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		}
 		outcome := "failed"
 		switch {
-		case res.Done:
+		case res.Pending != nil:
 			outcome = "ok"
 		case jctx.Err() != nil:
 			outcome = "canceled"
@@ -527,12 +540,8 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			outcome = "retry"
 		}
 		if outcome == "ok" {
-			fin <- finishing{
-				done: Finished{Attempt: e.attemptRecord(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome),
-					Done: Completed{File: res.File, Bytes: res.Bytes, SHA256: res.SHA256, Status: res.Status}},
-				end: JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File,
-					Bytes: res.Bytes, SHA256: res.SHA256},
-			}
+			fin <- finishing{job: job, n: n, url: req.URL.String(), host: d.Host, start: start, end: end,
+				res: res, dec: dec}
 			handedOff = true
 			return
 		}

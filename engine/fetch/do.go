@@ -514,25 +514,17 @@ func (a *attempt) write(p []byte, budget int64) bool {
 	return true
 }
 
-// complete syncs the part and gives it its final name (F3, F4, F7).
+// complete records the finished body and, unless the caller defers it,
+// makes the part final (F3, F4, F7).
 func (a *attempt) complete() {
-	part := a.res.Part
-	file := a.file
+	a.res.Pending = &Pending{file: a.file, part: a.res.Part}
 	a.file = nil
-	if a.req.Received != nil {
-		r := a.res
-		r.Class, r.Retryable, r.Err = OK, false, nil
-		a.req.Received(r)
-	}
-	final, err := a.f.finish(file, part)
-	if final == "" {
-		a.fail(Disk, false, fmt.Errorf("finish download: %w", err))
-		return
-	}
-	a.res.Done, a.res.File, a.res.Part = true, final, ""
 	a.res.SHA256 = hex.EncodeToString(a.sum.Sum(nil))
 	a.res.Bytes = a.have
 	a.res.Class, a.res.Retryable, a.res.Err = OK, false, nil
+	if !a.req.Defer {
+		a.f.FinishParts([]*Result{&a.res})
+	}
 }
 
 // failErr classifies a transport error. inBody tells whether the response

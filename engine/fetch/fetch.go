@@ -117,11 +117,11 @@ const (
 // LastModified: the caller persists them so that a crash in the middle of
 // the body still resumes from the part (F5, S2).
 //
-// Received, when not nil, is called at most once per Do, as soon as the
-// whole body is in the part and verified (Class OK, Status and Bytes set),
-// before the part is synced and renamed: the exchange with the server is
-// over, and the caller may let its host take the next request while this
-// file is made durable. Do's Result still says whether that succeeded.
+// Defer, when set, leaves a complete download for the caller to make final:
+// Do then returns as soon as the whole body is in the part — Class OK, Done
+// false, SHA256 and Bytes set, and Pending holding the open part — and the
+// caller passes the Result to FinishParts, with others if it likes. Every
+// such Result must reach FinishParts, which closes its part.
 type Request struct {
 	URL          *url.URL
 	UserURL      *url.URL
@@ -131,7 +131,7 @@ type Request struct {
 	Size         int64
 	Hop          int
 	Started      func(Result)
-	Received     func(Result)
+	Defer        bool
 }
 
 // Result reports one attempt. Every field is meaningful whatever the outcome:
@@ -146,6 +146,8 @@ type Request struct {
 //     persist after any attempt: the part file name ("" when none is kept),
 //     the bytes in it (or in File when Done), the expected total (-1 unknown)
 //     and the validators saved with the part (F5).
+//   - Pending is a complete part not yet made final, when the Request
+//     deferred that (see Request.Defer and FinishParts).
 //   - Class says why the attempt did not complete; Err carries the reason
 //     in words. Retryable applies SPEC R2.
 type Result struct {
@@ -154,9 +156,10 @@ type Result struct {
 	RetryAfter string
 	Redirect   *url.URL
 
-	Done   bool
-	File   string
-	SHA256 string
+	Done    bool
+	File    string
+	SHA256  string
+	Pending *Pending
 
 	Part         string
 	Bytes        int64
@@ -167,6 +170,13 @@ type Result struct {
 	Class     Class
 	Err       error
 	Retryable bool
+}
+
+// Pending is a download whose whole body is in its part file, still open,
+// waiting for FinishParts.
+type Pending struct {
+	file *os.File
+	part string
 }
 
 // Class classifies the outcome of an attempt.
@@ -217,7 +227,6 @@ type Fetcher struct {
 	idle      time.Duration
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
-	syncer    syncer
 }
 
 // New opens Config.Dir and builds a Fetcher.
@@ -251,7 +260,6 @@ func New(cfg Config) (*Fetcher, error) {
 		freeSpace: cfg.FreeSpace,
 		bw:        cfg.Bandwidth,
 	}
-	f.syncer.dir = dir
 	if f.ua == "" {
 		v := cfg.Version
 		if v == "" {

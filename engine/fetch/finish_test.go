@@ -1,0 +1,116 @@
+package fetch
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// With Defer, Do returns once the whole body is in the part, and the file
+// gets its final name only in FinishParts (F4).
+func TestFetch_F4_DeferLeavesThePartForFinishParts(t *testing.T) {
+	e := newEnv(t, nil)
+	content := body(5000)
+	ts, _ := serveFile(t, content, `"v1"`, nil)
+	res := e.do(ts.URL+"/file.bin", func(r *Request) { r.Defer = true })
+	require.Equal(t, OK, res.Class, "%v", res.Err)
+	require.NotNil(t, res.Pending)
+	assert.False(t, res.Done, "not final yet")
+	assert.Equal(t, int64(len(content)), res.Bytes)
+	assert.Equal(t, sha(content), res.SHA256)
+	assert.Equal(t, map[string]string{"file.bin.part": content}, e.files(),
+		"the whole body is in the part, and no final name exists yet (F4)")
+
+	e.f.FinishParts([]*Result{&res})
+	require.Equal(t, OK, res.Class, "%v", res.Err)
+	assert.True(t, res.Done)
+	assert.Nil(t, res.Pending)
+	assert.Equal(t, "file.bin", res.File)
+	assert.Empty(t, res.Part)
+	assert.Equal(t, map[string]string{"file.bin": content}, e.files())
+}
+
+// An incomplete body leaves nothing pending.
+func TestFetch_F4_DeferNothingPendingForATruncatedBody(t *testing.T) {
+	e := newEnv(t, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100")
+		w.Write([]byte("short"))
+	}))
+	t.Cleanup(ts.Close)
+	res := e.do(ts.URL+"/f", func(r *Request) { r.Defer = true })
+	assert.Equal(t, Truncated, res.Class)
+	assert.Nil(t, res.Pending)
+}
+
+// Many parts finished in one call each get their own final name and bytes,
+// the same name included (F3, F4).
+func TestFetch_F3_F4_FinishPartsBatch(t *testing.T) {
+	e := newEnv(t, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(strings.Repeat(r.URL.RawQuery, 10)))
+	}))
+	t.Cleanup(ts.Close)
+	const n = 40
+	results := make([]Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Two downloads per name: the second of each pair becomes "name (1)".
+			results[i] = e.do(fmt.Sprintf("%s/f%02d?%d", ts.URL, i/2, i), func(r *Request) { r.Defer = true })
+		}()
+	}
+	wg.Wait()
+	rs := make([]*Result, n)
+	for i := range results {
+		require.Equal(t, OK, results[i].Class, "%v", results[i].Err)
+		rs[i] = &results[i]
+	}
+	e.f.FinishParts(rs)
+	got := e.files()
+	assert.Len(t, got, n)
+	for i, r := range results {
+		require.True(t, r.Done, "%v", r.Err)
+		assert.Equal(t, strings.Repeat(fmt.Sprint(i), 10), got[r.File], "file %s", r.File)
+	}
+	for k := range n / 2 {
+		assert.Contains(t, got, fmt.Sprintf("f%02d", k))
+		assert.Contains(t, got, fmt.Sprintf("f%02d (1)", k))
+	}
+}
+
+// Downloads that finish on their own at the same time all land (F3, F4).
+func TestFetch_F4_ConcurrentFinishesAllLand(t *testing.T) {
+	e := newEnv(t, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(strings.Repeat(r.URL.Path, 100)))
+	}))
+	t.Cleanup(ts.Close)
+	const n = 64
+	var wg sync.WaitGroup
+	results := make([]Result, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = e.do(fmt.Sprintf("%s/f%02d", ts.URL, i), nil)
+		}()
+	}
+	wg.Wait()
+	want := map[string]string{}
+	for i, res := range results {
+		require.Equal(t, OK, res.Class, "%v", res.Err)
+		name := fmt.Sprintf("f%02d", i)
+		assert.Equal(t, name, res.File)
+		want[name] = strings.Repeat("/"+name, 100)
+	}
+	assert.Equal(t, want, e.files())
+}
