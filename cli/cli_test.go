@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,4 +174,35 @@ func TestTunableFlags_OnlyGivenFlagsApply(t *testing.T) {
 	assert.Equal(t, 300*time.Millisecond, got.JitterMax, "max clamped up to min")
 	assert.Equal(t, base.RatePerMin, got.RatePerMin)
 	assert.Equal(t, base.Burst, got.Burst)
+}
+
+// Each finished download is reported on standard output (buffered when it
+// is not a terminal, and all written by exit); -q leaves only the summary.
+func TestGet_ReportsEachDownloadUnlessQuiet(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("hello " + r.URL.Path))
+	}))
+	t.Cleanup(ts.Close)
+	for _, quiet := range []bool{false, true} {
+		t.Run(fmt.Sprintf("quiet=%v", quiet), func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"get", "--db", filepath.Join(dir, "h.db"), "--dir", filepath.Join(dir, "dl"),
+				"--rate", "6000", "--jitter", "0-0", ts.URL + "/a.txt", ts.URL + "/b.txt"}
+			if quiet {
+				args = append(args, "-q")
+			}
+			code, stdout, stderr := run(t, "", args...)
+			require.Equal(t, ExitOK, code, stderr)
+			assert.Contains(t, stderr, "this run: 2 done")
+			if quiet {
+				assert.Empty(t, stdout)
+			} else {
+				assert.Equal(t, 2, strings.Count(stdout, "done     "), stdout)
+				assert.Contains(t, stdout, "/a.txt → a.txt")
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "dl", "b.txt"))
+			require.NoError(t, err)
+			assert.Equal(t, "hello /b.txt", string(got))
+		})
+	}
 }

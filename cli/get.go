@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +35,9 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	maxSize := fs.Int64("max-size", 0, "largest file in `bytes`, 0 = no cap (F8)")
 	userAgent := fs.String("user-agent", "", "User-Agent header (default: Heed/VERSION)")
 	allowDowngrade := fs.Bool("allow-downgrade", false, "follow redirects from https to http (N2)")
+	quiet := false
+	fs.BoolVar(&quiet, "q", false, "quiet: print no line per download, only problems and the summary")
+	fs.BoolVar(&quiet, "quiet", false, "same as -q")
 	tf := registerTunables(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -67,6 +72,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		return code
 	}
 	p := newProgress(env)
+	p.quiet = quiet
 	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{
 		Dir: dir, Version: env.Version, UserAgent: *userAgent, Defaults: defaults, Workers: *workers,
 		GlobalRatePerSec: *globalRate, BandwidthBytesPerSec: *bandwidth, MaxSize: *maxSize,
@@ -137,10 +143,12 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 // progress shows what get is doing: bars redrawn in place on a terminal,
 // one plain line per finished attempt otherwise.
 type progress struct {
-	env Env
+	env   Env
+	quiet bool // no line per finished download
 
 	mu      sync.Mutex
-	drawn   int // lines of bars on screen
+	out     *bufio.Writer // lines for a pipe or a file, flushed every flushEvery
+	drawn   int           // lines of bars on screen
 	done    int
 	failed  int
 	retried int
@@ -150,49 +158,86 @@ type progress struct {
 
 func newProgress(env Env) *progress { return &progress{env: env, started: time.Now()} }
 
-// jobEnded is the engine's OnJob hook: it runs on attempt goroutines.
+// jobEnded is the engine's OnJob hook: it runs on the engine's goroutines.
 func (p *progress) jobEnded(j engine.JobEnd) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	w := p.writer()
 	switch j.Outcome {
 	case "ok":
 		p.done++
 		p.bytes += j.Bytes
-		fmt.Fprintf(p.env.Stdout, "done     %s → %s (%s, sha256 %s)\n", j.URL, j.File, humanBytes(j.Bytes), j.SHA256)
+		if !p.quiet {
+			fmt.Fprintf(w, "done     %s → %s (%s, sha256 %s)\n", j.URL, j.File, humanBytes(j.Bytes), j.SHA256)
+		}
 	case "failed":
 		p.failed++
-		fmt.Fprintf(p.env.Stdout, "failed   %s: %s\n", j.URL, j.Err)
+		fmt.Fprintf(w, "failed   %s: %s\n", j.URL, j.Err)
 	case "retry", "throttled":
 		p.retried++
-		wait := time.Until(j.NotBefore).Round(100 * time.Millisecond)
-		fmt.Fprintf(p.env.Stdout, "%-8s %s: %s; next try in %s\n", j.Outcome, j.URL, j.Err, max(wait, 0))
+		if !p.quiet {
+			wait := time.Until(j.NotBefore).Round(100 * time.Millisecond)
+			fmt.Fprintf(w, "%-8s %s: %s; next try in %s\n", j.Outcome, j.URL, j.Err, max(wait, 0))
+		}
 	case "canceled":
-		fmt.Fprintf(p.env.Stdout, "stopped  %s (partial file kept)\n", j.URL)
+		if !p.quiet {
+			fmt.Fprintf(w, "stopped  %s (partial file kept)\n", j.URL)
+		}
 	}
 }
 
-// start draws bars every 250 ms on a terminal; the returned func stops it.
-func (p *progress) start(eng *engine.Engine) func() {
-	if !p.env.Interactive {
-		return func() {}
+// writer is where finished downloads are reported (caller holds mu): the
+// terminal itself, between redraws of the bars, or else a buffer flushed
+// every flushEvery, so thousands of small files a second do not cost a
+// write to a pipe each.
+func (p *progress) writer() io.Writer {
+	if p.env.Interactive {
+		return p.env.Stdout
 	}
+	if p.out == nil {
+		p.out = bufio.NewWriterSize(p.env.Stdout, 64<<10)
+	}
+	return p.out
+}
+
+// flushEvery is how often reports to a pipe or a file are written out.
+const flushEvery = 250 * time.Millisecond
+
+// flush writes out buffered reports (caller holds mu).
+func (p *progress) flush() {
+	if p.out != nil {
+		p.out.Flush()
+	}
+}
+
+// start draws bars every 250 ms on a terminal, or writes out the buffered
+// reports as often elsewhere; the returned func stops it, with everything
+// written.
+func (p *progress) start(eng *engine.Engine) func() {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(250 * time.Millisecond)
+		t := time.NewTicker(flushEvery)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
 				p.mu.Lock()
 				p.clear()
+				p.flush()
 				p.mu.Unlock()
 				return
 			case <-t.C:
-				p.draw(eng.Active())
+				if p.env.Interactive {
+					p.draw(eng.Active())
+				} else {
+					p.mu.Lock()
+					p.flush()
+					p.mu.Unlock()
+				}
 			}
 		}
 	}()
