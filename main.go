@@ -20,7 +20,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -41,12 +40,6 @@ const version = "0.1.0"
 const appID = "app.heed.Heed"
 
 func main() {
-	// Heed's queue is a large, long-lived and pointer-free heap (about 120
-	// bytes a job): collecting at half the default growth keeps a million
-	// queued jobs well under 300 MB for little CPU. GOGC still overrides.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(50)
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -177,6 +177,7 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("loading the queue: %w", err)
 	}
 	e.core.DirtyHosts() // what was just restored is already on disk
+	tuneGC(e.core.Queued())
 	return e, nil
 }
 
@@ -724,6 +725,7 @@ func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
 		rep.Queued = append(rep.Queued, it.ID)
 		e.core.Add(it.ID, jobs[i].Host, now)
 	}
+	tuneGC(e.core.Queued())
 	return rep, nil
 }
 
