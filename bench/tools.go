@@ -35,10 +35,10 @@ type Tool struct {
 func Heed(bin string) Tool {
 	return Tool{
 		Name: "heed", Bin: bin, VersionArgs: []string{"version"},
-		Display: "heed get --rate 600000 --burst 10000 --max-inflight N --jitter 0-0 --workers N -i URLFILE --db DB --dir DIR",
+		Display: "heed get -q --rate 600000 --burst 10000 --max-inflight N --jitter 0-0 --workers N -i URLFILE --db DB --dir DIR",
 		Args: func(j Job) ([]string, error) {
 			n := strconv.Itoa(j.Workers)
-			return []string{"get", "--rate", "600000", "--burst", "10000", "--max-inflight", n, "--jitter", "0-0",
+			return []string{"get", "-q", "--rate", "600000", "--burst", "10000", "--max-inflight", n, "--jitter", "0-0",
 				"--workers", n, "-i", j.URLFile, "--db", filepath.Join(j.Scratch, "heed.db"), "--dir", j.Dir}, nil
 		},
 	}
