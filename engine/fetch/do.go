@@ -66,9 +66,10 @@ type attempt struct {
 	res      Result
 	progress func(int64)
 
-	file *os.File  // open part file, nil until there is one
-	have int64     // bytes in the part file
-	sum  hash.Hash // SHA-256 of the bytes in the part file, once streaming
+	file    *os.File  // open part file, nil until there is one
+	have    int64     // bytes in the part file
+	flushed int64     // bytes of it whose writeback was started
+	sum     hash.Hash // SHA-256 of the bytes in the part file, once streaming
 
 	parent context.Context
 	ctx    context.Context // the request's context
@@ -93,7 +94,7 @@ func (a *attempt) run(parent context.Context) {
 		file, size, err := a.f.openPart(req.Part)
 		switch {
 		case err == nil:
-			a.file, a.have = file, size
+			a.file, a.have, a.flushed = file, size, size
 		case errors.Is(err, fs.ErrNotExist):
 			a.res.Part = "" // lost; start afresh under a new part name
 		case errors.Is(err, errConfined):
@@ -329,7 +330,7 @@ func (a *attempt) truncate() bool {
 		a.fail(Disk, false, fmt.Errorf("truncate part: %w", err))
 		return false
 	}
-	a.have, a.res.Bytes = 0, 0
+	a.have, a.res.Bytes, a.flushed = 0, 0, 0
 	return true
 }
 
@@ -510,9 +511,20 @@ func (a *attempt) write(p []byte, budget int64) bool {
 	a.sum.Write(p)
 	a.have += m
 	a.res.Bytes = a.have
+	if a.have-a.flushed >= writeBehind {
+		// Start writing this stretch to disk now, without waiting for it:
+		// the sync before the final name (F4) then has little left to do,
+		// instead of a large file's every byte.
+		startWriteback(a.file, a.flushed, a.have-a.flushed)
+		a.flushed = a.have
+	}
 	a.progress(a.have)
 	return true
 }
+
+// writeBehind is how many bytes of a part may wait in memory before the
+// system is asked to start writing them out.
+const writeBehind = 8 << 20
 
 // complete records the finished body and, unless the caller defers it,
 // makes the part final (F3, F4, F7).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -945,4 +946,17 @@ func TestFetch_L2_LiftedCapDoesNotSliceWrites(t *testing.T) {
 	require.True(t, res.Done, "%v", res.Err)
 	assert.Equal(t, sha(content), res.SHA256)
 	assert.Less(t, writes, 1024, "a 1 MiB body took %d writes", writes)
+}
+
+// The SHA-256 every completed file gets (F7), in the 256 KiB pieces a large
+// body is read in: the CPU a gigabyte costs Heed that a downloader which
+// does not hash does not pay (case (b) of make bench).
+func BenchmarkSHA256_256KiBPieces(b *testing.B) {
+	buf := make([]byte, 256<<10)
+	b.SetBytes(int64(len(buf)))
+	h := sha256.New()
+	for b.Loop() {
+		h.Write(buf)
+	}
+	h.Sum(nil)
 }

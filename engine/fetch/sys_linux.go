@@ -32,3 +32,9 @@ func renameNoReplace(dir *os.File, from, to string) error {
 // syncFS writes everything waiting on dir's file system to stable storage,
 // and reports a write error that happened there since the last call.
 func syncFS(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) }
+
+// startWriteback asks the system to start writing n bytes of f from off to
+// disk, and returns without waiting for it.
+func startWriteback(f *os.File, off, n int64) {
+	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
