@@ -232,6 +232,7 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	defer timer.Stop()
 	var saved time.Time // when host states were last written
 	pending := false    // a write of host states was put off
+	idle := false       // the last round found nothing to do
 	for {
 		// A host event (throttle, breaker, pause, retune …) is written at
 		// once; routine changes (a success, the last status) at most every
@@ -256,9 +257,18 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 		if len(batch) > 0 {
 			e.start(ctx, batch, fin)
 		}
-		if untilIdle && wake.IsZero() && e.running.Load() == 0 {
-			return e.stop(nil)
+		// Idle when nothing runs and nothing is due or will be. An attempt
+		// that ended since the core was asked may have queued its job
+		// again (before it stopped counting as running), so the core is
+		// asked once more before that is believed.
+		if untilIdle && len(batch) == 0 && wake.IsZero() && e.running.Load() == 0 {
+			if idle {
+				return e.stop(nil)
+			}
+			idle = true
+			continue
 		}
+		idle = false
 		if pending && (wake.IsZero() || time.Until(wake) > hostSaveEvery) {
 			wake = saved.Add(hostSaveEvery) // come back to write them
 		}
