@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -39,7 +40,7 @@ func benchCase(b *testing.B, hosts, files, size int) {
 	ctx := context.Background()
 	n := 0
 	for b.Loop() {
-		dir := b.TempDir()
+		dir := benchDir(b)
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
 		eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: filepath.Join(dir, "out"),
@@ -83,7 +84,7 @@ func BenchmarkEngineManyHosts(b *testing.B) {
 	var reqs int64
 	var running time.Duration
 	for b.Loop() {
-		dir := b.TempDir()
+		dir := benchDir(b)
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
 		eng, err := engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: filepath.Join(dir, "out"),
@@ -103,4 +104,19 @@ func BenchmarkEngineManyHosts(b *testing.B) {
 		require.NoError(b, db.Close())
 	}
 	b.ReportMetric(float64(reqs)/running.Seconds(), "requests/s")
+}
+
+// benchDir is a fresh folder for one run: under $HEED_BENCH_KEEP, kept
+// afterwards, when that is set (make bench: deleting thousands of files
+// makes the next creates on these machines' file system slow for minutes,
+// see bench.Settle), else a temporary one.
+func benchDir(b *testing.B) string {
+	root := os.Getenv("HEED_BENCH_KEEP")
+	if root == "" {
+		return b.TempDir()
+	}
+	require.NoError(b, os.MkdirAll(root, 0o755))
+	dir, err := os.MkdirTemp(root, "run-")
+	require.NoError(b, err)
+	return dir
 }

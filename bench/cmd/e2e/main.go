@@ -43,6 +43,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch folder (heed binary, scale database) afterwards")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
 	flag.DurationVar(&o.settle, "settle", 370*time.Second, "wait this long before measuring, for earlier deletions to age out (bench.Settle)")
+	flag.DurationVar(&o.waited, "waited", 0, "how long the caller already waited after its last deletion (make bench), for the report")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -55,7 +56,7 @@ type options struct {
 	fastRuns, slowRuns                                                             int
 	scaleDown                                                                      float64
 	keep                                                                           bool
-	window, settle                                                                 time.Duration
+	window, settle, waited                                                         time.Duration
 }
 
 func (o options) has(list, name string) bool {
@@ -71,7 +72,7 @@ func (o options) n(x int) int { return max(1, int(float64(x)*o.scaleDown)) }
 
 func run(ctx context.Context, o options) error {
 	rep := &report{Started: time.Now(), LoadBefore: strings.TrimSpace(o.loadBefore), LoadStart: loadavg(),
-		Scale: o.scaleDown, Settle: o.settle}
+		Scale: o.scaleDown, Settle: o.settle + o.waited}
 	rep.NoFile = raiseNoFile()
 	if err := os.RemoveAll(o.tmp); err != nil {
 		return err

@@ -115,7 +115,7 @@ func (r *report) markdown() string {
 	p("inode freed in the last 60 s (up to 360 s while that part of the inode table is unwritten) and checks\n")
 	p("each of them on every create, so right after thousands of files were deleted a create costs 0.3–0.6 ms\n")
 	p("of CPU instead of 20–50 µs, and a run would pay for the runs deleted before it. So the comparison\n")
-	p("deletes nothing until it ends (large files are emptied, not deleted), and starts %s after the last\n", r.Settle)
+	p("deletes nothing until it ends (large files are emptied, not deleted), and starts at least %s after the last\n", r.Settle)
 	p("deletion before it.\n\n")
 	p("The machine is shared with other work, so figures are noisy: compare tools within one table, and\n")
 	p("look at the min–max spread.\n\n")
