@@ -168,8 +168,12 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	for _, h := range hosts {
 		e.core.RestoreHost(h, now)
 	}
+	loaded := 0
 	err = store.ForEachQueued(ctx, func(id int64, host string, notBefore time.Time) error {
 		e.core.Add(id, host, notBefore)
+		if loaded++; loaded == bigQueue {
+			tuneGC(loaded) // a large queue: pace the collector while it loads
+		}
 		return nil
 	})
 	if err != nil {
@@ -722,6 +726,7 @@ func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
 		}
 		jobs = append(jobs, NewJob{URL: urls[i].String(), Host: host})
 	}
+	tuneGC(e.core.Queued() + len(jobs)) // before the queue grows
 	items, err := e.store.Enqueue(ctx, jobs)
 	if err != nil {
 		return rep, err
