@@ -188,8 +188,9 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 			float64(c.Total)/s.Wall.Seconds(), float64(c.Bytes)/(1<<20)/s.Wall.Seconds(), secs(s.CPU), mib(s.MaxRSS), ratio,
 			secs(s.Sync), secs(s.WallSync), ratioSync)
 	}
-	p("\nHeed ÷ tool is Heed's median wall time over the tool's: below 1 Heed is faster. Heed fsyncs every file\n")
-	p("before it records it done; the other tools leave their files in the page cache. \"then sync\" is the\n")
+	p("\nHeed ÷ tool is Heed's median wall time over the tool's: below 1 Heed is faster. Heed syncs every file\n")
+	p("(a batch of them with one syncfs) before it names it and records it done, and hashes it (SHA-256); the\n")
+	p("other tools leave their files in the page cache and hash nothing. \"then sync\" is the\n")
 	p("median time of syncfs(2) on the download folder's file system right after the tool exited (an upper\n")
 	p("bound: it flushes other writers on the shared machine too), and the last two columns compare the time\n")
 	p("until the files were on disk.\n\n")
