@@ -159,11 +159,11 @@ func BenchmarkOpenLarge(b *testing.B) {
 			b.StartTimer()
 			db, err := Open(path)
 			require.NoError(b, err)
-			due, err := db.DueJobs(bg, 100)
+			due, err := db.HostDueJobs(bg, "h0.example", 10)
 			require.NoError(b, err)
 			b.StopTimer()
 			require.Equal(b, int64(active), db.Recovered())
-			require.Len(b, due, 100)
+			require.NotEmpty(b, due)
 			require.NoError(b, db.Close())
 			b.StartTimer()
 		}

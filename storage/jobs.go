@@ -538,8 +538,6 @@ func (db *DB) forEachJob(ctx context.Context, f JobFilter, fn func(Job) error) e
 
 // The scheduler's and the window's queries; TestQueryPlans_IndexesForScale holds their plans.
 const (
-	qDueJobs = `SELECT id, host, not_before FROM jobs INDEXED BY jobs_due
-		WHERE state = 'queued' ORDER BY not_before, id LIMIT ?`
 	qHostDueJobs = `SELECT id, host, not_before FROM jobs INDEXED BY jobs_state_host_due
 		WHERE state = 'queued' AND host = ? ORDER BY not_before, id LIMIT ?`
 	qForEachQueued = `SELECT id, host, not_before FROM jobs
@@ -554,11 +552,6 @@ type DueJob struct {
 	ID        int64
 	Host      string
 	NotBefore time.Time
-}
-
-// DueJobs returns up to limit queued jobs, soonest not-before first, over all hosts.
-func (db *DB) DueJobs(ctx context.Context, limit int) ([]DueJob, error) {
-	return db.dueJobs(ctx, qDueJobs, limit)
 }
 
 // HostDueJobs returns up to limit queued jobs of host, soonest not-before first.

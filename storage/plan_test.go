@@ -21,7 +21,6 @@ func TestQueryPlans_IndexesForScale(t *testing.T) {
 		want  string
 	}{
 		{"load queued jobs by host", qForEachQueued, "COVERING INDEX jobs_state_host_due (state=?)"},
-		{"next due over all hosts", qDueJobs, "INDEX jobs_due"},
 		{"next due of one host", qHostDueJobs, "COVERING INDEX jobs_state_host_due (state=? AND host=?)"},
 		{"counts by state", qCountsByState, "COVERING INDEX jobs_state_host_due"},
 		{"counts by host and state", qCountsByHost, "COVERING INDEX jobs_state_host_due"},
