@@ -9,11 +9,13 @@
 // writes (S1). Every write goes through one writer goroutine that commits whatever arrived while
 // the previous commit ran as one transaction (group commit, S5):
 //
-//   - Enqueue, Requeue, the job transitions (MarkActive, MarkQueued, MarkDone, MarkFailed,
-//     SetJobState, SaveProgress) and SetSetting return only after their transaction committed:
-//     a nil error is the acknowledgement (J3 "persisted before acted on", S2).
-//   - RecordAttempt, AppendHostEvent and SaveHost return at once; Flush waits until everything
-//     queued before it is committed, and Close flushes.
+//   - Enqueue, Requeue, the job transitions (MarkActive and StartJobs, MarkQueued, MarkDone and
+//     FinishJobs, MarkFailed, SetJobState, SaveProgress) and SetSetting return only after their
+//     transaction committed: a nil error is the acknowledgement (J3 "persisted before acted on",
+//     S2).
+//   - RecordAttempt, QueueProgress, AppendHostEvent and SaveHost return at once; they ride the
+//     next commit (a batch of them alone waits up to 20 ms for company). Flush waits until
+//     everything queued before it is committed, and Close flushes.
 //
 // # Durability
 //
