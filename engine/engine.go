@@ -309,6 +309,7 @@ const maxFinishing = 256
 // may start until one ends.
 func (e *Engine) saturated() bool {
 	n := e.running.Load()
+	// The first test spares the core's lock on every dispatch below the bound.
 	return n >= maxFinishing && n >= int64(e.core.GlobalInflight()+maxFinishing)
 }
 

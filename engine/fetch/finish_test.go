@@ -114,3 +114,38 @@ func TestFetch_F4_ConcurrentFinishesAllLand(t *testing.T) {
 	}
 	assert.Equal(t, want, e.files())
 }
+
+// A part that cannot be made durable never gets its final name (F4): its
+// download fails with a disk error and the part stays, while the other
+// parts of the same batch land.
+func TestFetch_F4_UnsyncedPartKeepsItsPartName(t *testing.T) {
+	e := newEnv(t, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("body of " + r.URL.Path))
+	}))
+	t.Cleanup(ts.Close)
+	for _, n := range []int{1, 2} { // alone (fsync) and in a batch (syncfs, then close)
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			results := make([]Result, n)
+			rs := make([]*Result, n)
+			for i := range results {
+				results[i] = e.do(fmt.Sprintf("%s/n%d-%d", ts.URL, n, i), func(r *Request) { r.Defer = true })
+				require.NotNil(t, results[i].Pending, "%v", results[i].Err)
+				rs[i] = &results[i]
+			}
+			require.NoError(t, results[0].Pending.file.Close()) // its sync and close will fail
+			e.f.FinishParts(rs)
+
+			assert.Equal(t, Disk, results[0].Class)
+			assert.False(t, results[0].Done)
+			got := e.files()
+			bad := fmt.Sprintf("n%d-0", n)
+			assert.NotContains(t, got, bad, "no final name without a sync")
+			assert.Equal(t, "body of /"+bad, got[bad+".part"], "the part is kept")
+			for _, r := range results[1:] {
+				require.True(t, r.Done, "%v", r.Err)
+				assert.Contains(t, got, r.File)
+			}
+		})
+	}
+}
