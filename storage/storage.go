@@ -104,6 +104,8 @@ type options struct {
 	syncFull bool
 	batchMax int
 	now      func() time.Time
+	// The checkpointer's least and longest pause (see checkpointer).
+	checkpointMin, checkpointMax time.Duration
 }
 
 // WithLogger sends the DB's own messages (recovered jobs, failed background writes) to l.
@@ -123,6 +125,11 @@ func WithBatchMax(n int) Option {
 	}
 }
 
+// withCheckpointPause sets the background checkpointer's least and longest pause (tests).
+func withCheckpointPause(least, longest time.Duration) Option {
+	return func(o *options) { o.checkpointMin, o.checkpointMax = least, longest }
+}
+
 // DB is an open Heed database. Its methods are safe for concurrent use.
 type DB struct {
 	path      string
@@ -134,13 +141,17 @@ type DB struct {
 	recovered int64
 
 	ops      chan op
+	kick     chan struct{} // wakes the checkpointer after a commit
+	ckptStop chan struct{}
+	ckptDone chan struct{}
 	prepared map[string]*sql.Stmt // the writer's statements, prepared once; only the writer goroutine uses it
 	mu       sync.RWMutex         // guards closed against sends on ops
 	closed   bool
 	done     chan struct{}
 	batchMax int
 
-	commits atomic.Int64 // transactions committed by the writer, for tests
+	commits      atomic.Int64 // transactions committed by the writer, for tests
+	checkpointed atomic.Int64 // pages the background checkpoints copied, for tests
 
 	errMu    sync.Mutex
 	asyncErr []error // errors of fire-and-forget writes, reported by the next Flush
@@ -183,7 +194,8 @@ const sqliteHeader = "SQLite format 3\x00"
 // existing file is an SQLite database, migrates the schema forward (S1), and re-queues jobs a
 // crash left active (S2; see Recovered). Every error is an *OpenError naming the file.
 func Open(path string, opts ...Option) (*DB, error) {
-	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now}
+	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now,
+		checkpointMin: checkpointMin, checkpointMax: checkpointMax}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -255,6 +267,9 @@ func open(path string, o options) (_ *DB, err error) {
 	if _, err := db.w.ExecContext(ctx, "PRAGMA journal_size_limit = 67108864"); err != nil {
 		return nil, classify(err)
 	}
+	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walBackstopPages)); err != nil {
+		return nil, classify(err)
+	}
 	if err := migrate(ctx, db.w, migrations); err != nil {
 		return nil, classify(err)
 	}
@@ -274,6 +289,19 @@ func open(path string, o options) (_ *DB, err error) {
 	if err := db.r.PingContext(ctx); err != nil {
 		return nil, classify(err)
 	}
+
+	ckpt, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000&_sync="+syncMode))
+	if err != nil {
+		return nil, err
+	}
+	ckpt.SetMaxOpenConns(1)
+	ckpt.SetMaxIdleConns(1)
+	ckpt.SetConnMaxLifetime(0)
+	ckpt.SetConnMaxIdleTime(0)
+	db.kick = make(chan struct{}, 1)
+	db.ckptStop = make(chan struct{})
+	db.ckptDone = make(chan struct{})
+	go db.checkpointer(ckpt, o.checkpointMin, o.checkpointMax, db.kick, db.ckptStop, db.ckptDone)
 
 	db.ops = make(chan op, 4096)
 	db.done = make(chan struct{})
@@ -369,6 +397,8 @@ func (db *DB) Close() error {
 	close(db.ops)
 	db.mu.Unlock()
 	<-db.done
+	close(db.ckptStop)
+	<-db.ckptDone
 	errs := []error{db.takeAsyncErr()}
 	errs = append(errs, db.closeHandles())
 	return errors.Join(errs...)

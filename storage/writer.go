@@ -176,6 +176,10 @@ func (db *DB) runTx(ops []op) (err error) {
 		return err
 	}
 	db.commits.Add(1)
+	select {
+	case db.kick <- struct{}{}:
+	default:
+	}
 	return nil
 }
 
