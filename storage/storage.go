@@ -6,7 +6,8 @@
 //
 // A DB holds two pools on the same file: a writer of exactly one connection (WAL, busy timeout,
 // foreign keys, BEGIN IMMEDIATE) and a read-only pool for queries, so reads never wait behind
-// writes (S1). Every write goes through one writer goroutine that commits whatever arrived while
+// writes (S1); and a third connection that copies the -wal file back into the database in the
+// background after commits (passive checkpoints), so no commit waits for that (see checkpointer). Every write goes through one writer goroutine that commits whatever arrived while
 // the previous commit ran as one transaction (group commit, S5):
 //
 //   - Enqueue, Requeue, the job transitions (MarkActive and StartJobs, MarkQueued, MarkDone and
