@@ -517,19 +517,15 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 	if req.Part == "" {
 		req.Size = -1
 	}
-	req.Started = func(r fetch.Result) {
-		a.setSize(r.Size)
-		// Persist where the bytes go before they flow, so a crash resumes
-		// from the part (F5, S2) — whatever the file's size: a part left
-		// unrecorded would be orphaned, and the fresh download after the
-		// crash would land as "name (1).ext" beside it.
-		// It rides the next batch commit (milliseconds), so the body need
-		// not wait for it.
-		err := e.store.NoteResume(job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
-			ETag: r.ETag, LastModified: r.LastModified})
-		if err != nil {
+	notes := &partNotes{note: func(r Resume) {
+		if err := e.store.NoteResume(job.ID, r); err != nil {
 			e.log.Error("recording a partial file", "job", job.ID, "err", err)
 		}
+	}}
+	defer notes.end()
+	req.Started = func(r fetch.Result) {
+		a.setSize(r.Size)
+		notes.started(Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size, ETag: r.ETag, LastModified: r.LastModified})
 	}
 	var lastBeat time.Time
 	progress := func(n int64) {
@@ -568,6 +564,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
 			hop, err := e.acquireHop(jctx, next)
 			if err != nil {
+				notes.end()
 				e.finish(job, Decision{}, res, end, next.String(), "canceled")
 				return
 			}
@@ -590,6 +587,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		case dec.Retry:
 			outcome = "retry"
 		}
+		notes.end() // the job's next state records its part from here on
 		if outcome == "ok" {
 			fin <- finishing{job: job, n: n, url: req.URL.String(), host: d.Host, start: start, end: end,
 				res: res, dec: dec}
@@ -599,6 +597,75 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, outcome)
 		e.finish(job, dec, res, end, req.URL.String(), outcome)
 		return
+	}
+}
+
+// Where a download's bytes go (its part, validators and expected size) is
+// recorded as its body starts, so that a crash resumes from the part (F5,
+// S2): a part left unrecorded would be orphaned, and the fresh download
+// after the crash would land as "name (1).ext" beside it. The record rides
+// the next batch commit, so the body need not wait for it.
+//
+// A small body from the start (at most smallBody, announced) usually lands
+// in a read or two, and its job's done state then replaces the record: its
+// part is recorded only if it is still arriving after partRecordDelay. At
+// 20,000 downloads of 1 KiB that is 20,000 row updates fewer (about 4 % of
+// the wall time); a crash in those first 50 ms can orphan at most smallBody.
+const (
+	smallBody       = 64 << 10
+	partRecordDelay = 50 * time.Millisecond
+)
+
+// partNotes records one attempt's parts (see smallBody). Every record is
+// handed to the store before end returns, and none after: the job's next
+// state is committed after them, so a late record never lands on a job
+// that is already done.
+type partNotes struct {
+	note func(Resume)
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	pending Resume
+	waiting bool // pending is to be recorded when the timer fires
+	fired   bool // the delay is over: record at once from now on
+	ended   bool
+}
+
+// started is called as a request's body starts going into part r.
+func (p *partNotes) started(r Resume) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	if r.Bytes == 0 && r.Size >= 0 && r.Size <= smallBody && !p.fired {
+		p.pending, p.waiting = r, true
+		if p.timer == nil {
+			p.timer = time.AfterFunc(partRecordDelay, p.fire)
+		}
+		return
+	}
+	p.waiting = false // superseded
+	p.note(r)
+}
+
+func (p *partNotes) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fired = true
+	if p.waiting && !p.ended {
+		p.waiting = false
+		p.note(p.pending)
+	}
+}
+
+// end stops recording: the attempt is about to settle its job.
+func (p *partNotes) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ended, p.waiting = true, false
+	if p.timer != nil {
+		p.timer.Stop()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,6 +344,82 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 	log := srv.Log()
 	require.Len(t, log, 2)
 	assert.Equal(t, fmt.Sprintf("bytes=%d-", fi.Size()), log[1].Range, "the second request resumes from the part")
+}
+
+// F5/S2 for a small body: one that is still arriving after partRecordDelay
+// has its part recorded too, and is resumed from it.
+func TestEngine_F5_SmallSlowBodyPartRecordedAndResumed(t *testing.T) {
+	cfg := demo.Config{Files: 1, FileSize: 48 << 10, Seed: 6, Hosts: []demo.HostSpec{
+		{Name: "slow", Behavior: demo.Slow, Rate: 16 << 10},
+	}}
+	srv := startDemo(t, cfg)
+	r := newRig(t, engine.Options{})
+	u := srv.URLs()[0]
+	r.add(u)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.eng.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		j, err := r.db.JobByURL(context.Background(), u)
+		return err == nil && j.State == storage.StateActive && j.Part != ""
+	}, 30*time.Second, 10*time.Millisecond, "the part of a slow small body is recorded while it arrives")
+	require.Eventually(t, func() bool {
+		a := r.eng.Active()
+		return len(a) == 1 && a[0].Bytes >= 8<<10
+	}, 30*time.Second, 10*time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	j, err := r.db.JobByURL(context.Background(), u)
+	require.NoError(t, err)
+	require.Equal(t, storage.StateQueued, j.State)
+	require.Positive(t, j.Bytes)
+	resumeFrom := j.Bytes
+
+	r.runIdle()
+	j, err = r.db.JobByURL(context.Background(), u)
+	require.NoError(t, err)
+	require.Equal(t, storage.StateDone, j.State, j.LastError)
+	want, _ := srv.Expected(u)
+	assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)))
+	log := srv.Log()
+	require.Len(t, log, 2)
+	assert.Equal(t, fmt.Sprintf("bytes=%d-", resumeFrom), log[1].Range, "the second request resumes from the part")
+}
+
+// noteCounter counts the part records the engine hands to the store.
+type noteCounter struct {
+	engine.Store
+	notes atomic.Int64
+}
+
+func (c *noteCounter) NoteResume(id int64, r engine.Resume) error {
+	c.notes.Add(1)
+	return c.Store.NoteResume(id, r)
+}
+
+// A small body that lands at once is recorded by its done state alone, not
+// first as a part: 40 downloads of 1 KiB from loopback hosts do not write
+// 40 part records (each would finish within partRecordDelay but on a
+// machine stalled for that long).
+func TestEngine_S5_SmallFastBodiesNotRecordedAsParts(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(4, 10, 1<<10))
+	base := t.TempDir()
+	db, err := storage.Open(filepath.Join(base, "heed.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	store := &noteCounter{Store: storage.EngineStore(db)}
+	eng, err := engine.New(context.Background(), store, engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, eng.RunUntilIdle(ctx))
+	counts, err := db.CountsByState(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, int64(40), counts[storage.StateDone])
+	assert.Less(t, store.notes.Load(), int64(40), "part records of bodies that landed at once")
 }
 
 // G10/S4: while the engine runs, a host's routine changes (its last
