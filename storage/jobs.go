@@ -481,16 +481,10 @@ type JobFilter struct {
 func (f JobFilter) query(cols string) (string, []any) {
 	var where []string
 	var args []any
-	switch {
-	case f.State != "" && f.Host == "":
-		// Walk the primary key from AfterID and filter ("+" keeps SQLite off the state index,
-		// which would sort every job in that state for each page).
+	if f.State != "" {
+		// Walk the primary key from AfterID, or a host's jobs in jobs_host, and filter ("+" keeps
+		// SQLite off the state index, which would sort every job in that state for each page).
 		where, args = append(where, "+state = ?"), append(args, string(f.State))
-	case f.State != "":
-		where, args = append(where, "state = ?"), append(args, string(f.State))
-	case f.Host != "":
-		// Lets SQLite find a host's jobs through jobs_state_host_due, one seek per state.
-		where = append(where, "state IN ('queued', 'active', 'paused', 'done', 'failed', 'cancelled')")
 	}
 	if f.Host != "" {
 		where, args = append(where, "host = ?"), append(args, f.Host)
@@ -537,14 +531,20 @@ func (db *DB) forEachJob(ctx context.Context, f JobFilter, fn func(Job) error) e
 }
 
 // The scheduler's and the window's queries; TestQueryPlans_IndexesForScale holds their plans.
+// jobs_state_host_due leaves out done jobs (schema v3): a query that uses it says so
+// (state <> 'done'), which is how SQLite knows the partial index covers it.
 const (
 	qHostDueJobs = `SELECT id, host, not_before FROM jobs INDEXED BY jobs_state_host_due
-		WHERE state = 'queued' AND host = ? ORDER BY not_before, id LIMIT ?`
+		WHERE state = 'queued' AND state <> 'done' AND host = ? ORDER BY not_before, id LIMIT ?`
 	qForEachQueued = `SELECT id, host, not_before FROM jobs
-		WHERE state = 'queued' ORDER BY host, not_before, id`
-	qCountsByState = `SELECT state, count(*) FROM jobs GROUP BY state`
-	qCountsByHost  = `SELECT host, state, count(*) FROM jobs GROUP BY state, host`
-	qRecover       = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active'`
+		WHERE state = 'queued' AND state <> 'done' ORDER BY host, not_before, id`
+	// The counts of every state but done, and the total (state ''), in one snapshot: done is the
+	// total less the others.
+	qCountsByState = `SELECT state, count(*) FROM jobs WHERE state <> 'done' GROUP BY state
+		UNION ALL SELECT '', count(*) FROM jobs`
+	qCountsByHost = `SELECT host, state, count(*) FROM jobs WHERE state <> 'done' GROUP BY state, host
+		UNION ALL SELECT host, '', count(*) FROM jobs GROUP BY host`
+	qRecover = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done'`
 )
 
 // DueJob is a queued job as the scheduler needs it.
@@ -608,18 +608,28 @@ func (db *DB) CountsByState(ctx context.Context) (map[State]int64, error) {
 	}
 	defer rows.Close()
 	out := make(map[State]int64)
+	var total, others int64
 	for rows.Next() {
 		var s State
 		var n int64
 		if err := rows.Scan(&s, &n); err != nil {
 			return nil, err
 		}
+		if s == "" {
+			total = n
+			continue
+		}
 		out[s] = n
+		others += n
+	}
+	if done := total - others; done > 0 {
+		out[StateDone] = done
 	}
 	return out, rows.Err()
 }
 
-// CountsByHost returns, per host, how many of its jobs are in each state.
+// CountsByHost returns, per host, how many of its jobs are in each state; states with no jobs
+// are absent.
 func (db *DB) CountsByHost(ctx context.Context) (map[string]map[State]int64, error) {
 	rows, err := db.r.QueryContext(ctx, qCountsByHost)
 	if err != nil {
@@ -627,12 +637,17 @@ func (db *DB) CountsByHost(ctx context.Context) (map[string]map[State]int64, err
 	}
 	defer rows.Close()
 	out := make(map[string]map[State]int64)
+	totals := make(map[string]int64)
 	for rows.Next() {
 		var h string
 		var s State
 		var n int64
 		if err := rows.Scan(&h, &s, &n); err != nil {
 			return nil, err
+		}
+		if s == "" {
+			totals[h] = n
+			continue
 		}
 		m := out[h]
 		if m == nil {
@@ -641,5 +656,20 @@ func (db *DB) CountsByHost(ctx context.Context) (map[string]map[State]int64, err
 		}
 		m[s] = n
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for h, total := range totals {
+		done := total
+		for _, n := range out[h] {
+			done -= n
+		}
+		if done > 0 {
+			if out[h] == nil {
+				out[h] = make(map[State]int64)
+			}
+			out[h][StateDone] = done
+		}
+	}
+	return out, nil
 }

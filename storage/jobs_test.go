@@ -13,7 +13,13 @@ import (
 // jobIn puts a new job on host into state s through the public transitions.
 func jobIn(t *testing.T, db *DB, url string, s State) int64 {
 	t.Helper()
-	id := enqueueURLs(t, db, "a.example", url)[0]
+	return jobOfHostIn(t, db, "a.example", url, s)
+}
+
+// jobOfHostIn is jobIn for a job of host.
+func jobOfHostIn(t *testing.T, db *DB, host, url string, s State) int64 {
+	t.Helper()
+	id := enqueueURLs(t, db, host, url)[0]
 	if s == StateQueued {
 		return id
 	}
@@ -344,16 +350,26 @@ func TestReads_U1_Counts(t *testing.T) {
 	jobIn(t, db, "https://a.example/2", StateFailed)
 	jobIn(t, db, "https://a.example/3", StateQueued)
 	enqueueURLs(t, db, "b.example", "https://b.example/1", "https://b.example/2")
+	// Done jobs are counted from the totals (schema v3 keeps them out of the state index): a host
+	// with nothing but done jobs, and every other state once.
+	jobOfHostIn(t, db, "c.example", "https://c.example/1", StateDone)
+	jobOfHostIn(t, db, "c.example", "https://c.example/2", StateDone)
+	jobOfHostIn(t, db, "d.example", "https://d.example/1", StateActive)
+	jobOfHostIn(t, db, "d.example", "https://d.example/2", StatePaused)
+	jobOfHostIn(t, db, "d.example", "https://d.example/3", StateCancelled)
 
 	byState, err := db.CountsByState(bg)
 	require.NoError(t, err)
-	assert.Equal(t, map[State]int64{StateDone: 1, StateFailed: 1, StateQueued: 3}, byState)
+	assert.Equal(t, map[State]int64{StateDone: 3, StateFailed: 1, StateQueued: 3, StateActive: 1, StatePaused: 1,
+		StateCancelled: 1}, byState)
 
 	byHost, err := db.CountsByHost(bg)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]map[State]int64{
 		"a.example": {StateDone: 1, StateFailed: 1, StateQueued: 1},
 		"b.example": {StateQueued: 2},
+		"c.example": {StateDone: 2},
+		"d.example": {StateActive: 1, StatePaused: 1, StateCancelled: 1},
 	}, byHost)
 }
 

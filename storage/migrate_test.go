@@ -44,6 +44,9 @@ func TestMigrate_S1_FromEveryVersion(t *testing.T) {
 			if from >= 1 { // settings exist since v1
 				_, err := raw.Exec(`INSERT INTO settings (key, value) VALUES ('folder', '/dl')`)
 				require.NoError(t, err)
+				_, err = raw.Exec(`INSERT INTO jobs (url, host, state, created_at, updated_at) VALUES
+					('https://a.example/1', 'a.example', 'done', 1, 1), ('https://a.example/2', 'a.example', 'queued', 1, 1)`)
+				require.NoError(t, err)
 			}
 			require.NoError(t, raw.Close())
 
@@ -58,6 +61,10 @@ func TestMigrate_S1_FromEveryVersion(t *testing.T) {
 				got, err := db.GetSetting(bg, "folder")
 				require.NoError(t, err)
 				assert.Equal(t, "/dl", got, "data survives the migration")
+				byHost, err := db.CountsByHost(bg)
+				require.NoError(t, err)
+				assert.Equal(t, map[string]map[State]int64{"a.example": {StateDone: 1, StateQueued: 1}}, byHost,
+					"jobs survive, counted through the new indexes")
 			}
 		})
 	}
