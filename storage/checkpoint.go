@@ -51,8 +51,9 @@ func (db *DB) checkpointer(c *sql.DB, pauseMin, pauseMax time.Duration, kick, st
 		}
 		var busy, frames, copied int64
 		err := c.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
-		if err != nil {
+		if err != nil { // the writer's backstop still checkpoints; try again less often
 			db.log.Warn("storage: background checkpoint failed", "db", db.path, "err", err)
+			wait = min(2*wait, pauseMax)
 			continue
 		}
 		n := copied - copiedBefore
