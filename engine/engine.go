@@ -610,9 +610,10 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 // in a read or two, and its job's done state then replaces the record: its
 // part is recorded only if it is still arriving after partRecordDelay. At
 // 20,000 downloads of 1 KiB that is 20,000 row updates fewer (3 to 12 % of
-// the wall time in three A/B rounds). The delay is the time a background write may already wait
-// for company (storage's linger), so a crash orphans a part in a window of
-// the same order as before, and then a part of at most smallBody.
+// the wall time in three A/B rounds). The delay is as long as a background
+// write may already wait for company (storage's linger), so the window in
+// which a crash orphans a part stays of the same order as before, and the
+// part is then at most smallBody.
 const (
 	smallBody       = 64 << 10
 	partRecordDelay = 20 * time.Millisecond
