@@ -380,28 +380,27 @@ func gather(batch []finishing, fin <-chan finishing, linger time.Duration, infli
 		deadline = t.C
 	}
 	for len(batch) < cap(batch) {
+		var f finishing
+		ok := true
 		if deadline == nil {
 			select {
-			case f, ok := <-fin:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, f)
-				continue
+			case f, ok = <-fin:
 			default:
 				return batch
 			}
-		}
-		select {
-		case f, ok := <-fin:
-			if !ok {
-				return batch
-			}
-			batch = append(batch, f)
-			if !inflight() { // nothing more can come
+		} else {
+			select {
+			case f, ok = <-fin:
+			case <-deadline:
 				deadline = nil
+				continue
 			}
-		case <-deadline:
+		}
+		if !ok {
+			return batch
+		}
+		batch = append(batch, f)
+		if deadline != nil && !inflight() { // nothing more can come
 			deadline = nil
 		}
 	}
@@ -522,7 +521,6 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			e.log.Error("recording a partial file", "job", job.ID, "err", err)
 		}
 	}}
-	defer notes.end()
 	req.Started = func(r fetch.Result) {
 		a.setSize(r.Size)
 		notes.started(Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size, ETag: r.ETag, LastModified: r.LastModified})
@@ -628,9 +626,8 @@ type partNotes struct {
 
 	mu      sync.Mutex
 	timer   *time.Timer
-	pending Resume
-	waiting bool // pending is to be recorded when the timer fires
-	fired   bool // the delay is over: record at once from now on
+	pending *Resume // to be recorded when the timer fires
+	fired   bool    // the delay is over: record at once from now on
 	ended   bool
 }
 
@@ -642,13 +639,13 @@ func (p *partNotes) started(r Resume) {
 		return
 	}
 	if r.Bytes == 0 && r.Size >= 0 && r.Size <= smallBody && !p.fired {
-		p.pending, p.waiting = r, true
+		p.pending = &r
 		if p.timer == nil {
 			p.timer = time.AfterFunc(partRecordDelay, p.fire)
 		}
 		return
 	}
-	p.waiting = false // superseded
+	p.pending = nil // superseded
 	p.note(r)
 }
 
@@ -656,17 +653,18 @@ func (p *partNotes) fire() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.fired = true
-	if p.waiting && !p.ended {
-		p.waiting = false
-		p.note(p.pending)
+	if p.pending != nil && !p.ended {
+		p.note(*p.pending)
+		p.pending = nil
 	}
 }
 
-// end stops recording: the attempt is about to settle its job.
+// end stops recording: the attempt is about to settle its job. Every path
+// out of an attempt that has a partNotes calls it before settling.
 func (p *partNotes) end() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ended, p.waiting = true, false
+	p.ended, p.pending = true, nil
 	if p.timer != nil {
 		p.timer.Stop()
 	}

@@ -304,16 +304,7 @@ func hostOf(t *testing.T, u string) string {
 // requeues the job with the part kept, and the next run resumes with a
 // Range request and finishes byte-exact.
 func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
-	cfg := demo.Config{Files: 1, FileSize: 3 << 19, Seed: 4, Hosts: []demo.HostSpec{
-		{Name: "slow", Behavior: demo.Slow, Rate: 512 << 10},
-	}}
-	srv := startDemo(t, cfg)
-	r := newRig(t, engine.Options{})
-	u := srv.URLs()[0]
-	r.add(u)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.eng.Run(ctx) }()
+	r, srv, u, stop := runOneSlowFile(t, 3<<19, 512<<10, 4)
 	require.Eventually(t, func() bool {
 		a := r.eng.Active()
 		return len(a) == 1 && a[0].Bytes > 64<<10 && a[0].Size == 3<<19
@@ -323,8 +314,7 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 	assert.Equal(t, storage.StateActive, j.State)
 	assert.NotEmpty(t, j.Part, "the part is recorded while the download runs")
 	assert.Equal(t, int64(3<<19), j.Size)
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	stop()
 
 	j, err = r.db.JobByURL(context.Background(), u)
 	require.NoError(t, err)
@@ -334,31 +324,13 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, j.Bytes, fi.Size(), "recorded bytes match the part on disk")
 	require.Positive(t, fi.Size())
-
-	r.runIdle()
-	j, err = r.db.JobByURL(context.Background(), u)
-	require.NoError(t, err)
-	require.Equal(t, storage.StateDone, j.State, j.LastError)
-	want, _ := srv.Expected(u)
-	assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)))
-	log := srv.Log()
-	require.Len(t, log, 2)
-	assert.Equal(t, fmt.Sprintf("bytes=%d-", fi.Size()), log[1].Range, "the second request resumes from the part")
+	assertResumedFrom(t, r, srv, u, fi.Size())
 }
 
 // F5/S2 for a small body: one that is still arriving after partRecordDelay
 // has its part recorded too, and is resumed from it.
 func TestEngine_F5_SmallSlowBodyPartRecordedAndResumed(t *testing.T) {
-	cfg := demo.Config{Files: 1, FileSize: 48 << 10, Seed: 6, Hosts: []demo.HostSpec{
-		{Name: "slow", Behavior: demo.Slow, Rate: 16 << 10},
-	}}
-	srv := startDemo(t, cfg)
-	r := newRig(t, engine.Options{})
-	u := srv.URLs()[0]
-	r.add(u)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.eng.Run(ctx) }()
+	r, srv, u, stop := runOneSlowFile(t, 48<<10, 16<<10, 6)
 	require.Eventually(t, func() bool {
 		j, err := r.db.JobByURL(context.Background(), u)
 		return err == nil && j.State == storage.StateActive && j.Part != ""
@@ -367,23 +339,46 @@ func TestEngine_F5_SmallSlowBodyPartRecordedAndResumed(t *testing.T) {
 		a := r.eng.Active()
 		return len(a) == 1 && a[0].Bytes >= 8<<10
 	}, 30*time.Second, 10*time.Millisecond)
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	stop()
 	j, err := r.db.JobByURL(context.Background(), u)
 	require.NoError(t, err)
 	require.Equal(t, storage.StateQueued, j.State)
 	require.Positive(t, j.Bytes)
-	resumeFrom := j.Bytes
+	assertResumedFrom(t, r, srv, u, j.Bytes)
+}
 
+// runOneSlowFile serves one file of size bytes at rate bytes/s and runs an
+// engine on it until stop, which stops the engine and waits for it.
+func runOneSlowFile(t *testing.T, size, rate int, seed int64) (r *rig, srv *demo.Server, u string, stop func()) {
+	t.Helper()
+	srv = startDemo(t, demo.Config{Files: 1, FileSize: size, Seed: seed, Hosts: []demo.HostSpec{
+		{Name: "slow", Behavior: demo.Slow, Rate: rate},
+	}})
+	r = newRig(t, engine.Options{})
+	u = srv.URLs()[0]
+	r.add(u)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.eng.Run(ctx) }()
+	return r, srv, u, func() {
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+	}
+}
+
+// assertResumedFrom runs the engine until idle and checks that u was
+// finished byte-exact by one more request that resumed at byte from.
+func assertResumedFrom(t *testing.T, r *rig, srv *demo.Server, u string, from int64) {
+	t.Helper()
 	r.runIdle()
-	j, err = r.db.JobByURL(context.Background(), u)
+	j, err := r.db.JobByURL(context.Background(), u)
 	require.NoError(t, err)
 	require.Equal(t, storage.StateDone, j.State, j.LastError)
 	want, _ := srv.Expected(u)
 	assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)))
 	log := srv.Log()
 	require.Len(t, log, 2)
-	assert.Equal(t, fmt.Sprintf("bytes=%d-", resumeFrom), log[1].Range, "the second request resumes from the part")
+	assert.Equal(t, fmt.Sprintf("bytes=%d-", from), log[1].Range, "the second request resumes from the part")
 }
 
 // noteCounter counts the part records the engine hands to the store.

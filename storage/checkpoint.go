@@ -23,11 +23,11 @@ const (
 	walBackstopPages   = 16384 // 64 MiB of 4 KiB pages
 )
 
-// checkpointer copies the WAL back into the database after commits, until stop is closed; then
-// it closes its connection and done. What is left is checkpointed by the writer's connection,
-// the last to close.
-func (db *DB) checkpointer(c *sql.DB, pauseMin, pauseMax time.Duration, kick, stop <-chan struct{}, done chan<- struct{}) {
-	defer close(done)
+// checkpointer copies the WAL back into the database after commits (db.kick), until
+// db.ckptStop is closed; then it closes its connection and db.ckptDone. What is left is
+// checkpointed by the writer's connection, the last to close.
+func (db *DB) checkpointer(c *sql.DB, pauseMin, pauseMax time.Duration) {
+	defer close(db.ckptDone)
 	defer c.Close()
 	wait := pauseMin
 	var copiedBefore int64
@@ -35,18 +35,18 @@ func (db *DB) checkpointer(c *sql.DB, pauseMin, pauseMax time.Duration, kick, st
 	defer pause.Stop()
 	for {
 		select {
-		case <-kick:
-		case <-stop:
+		case <-db.kick:
+		case <-db.ckptStop:
 			return
 		}
 		pause.Reset(wait) // let the commits of a busy moment gather
 		select {
 		case <-pause.C:
-		case <-stop:
+		case <-db.ckptStop:
 			return
 		}
 		select {
-		case <-kick: // this run covers it
+		case <-db.kick: // this run covers it
 		default:
 		}
 		var busy, frames, copied int64

@@ -7,8 +7,9 @@
 // A DB holds two pools on the same file: a writer of exactly one connection (WAL, busy timeout,
 // foreign keys, BEGIN IMMEDIATE) and a read-only pool for queries, so reads never wait behind
 // writes (S1); and a third connection that copies the -wal file back into the database in the
-// background after commits (passive checkpoints), so no commit waits for that (see checkpointer). Every write goes through one writer goroutine that commits whatever arrived while
-// the previous commit ran as one transaction (group commit, S5):
+// background after commits (passive checkpoints), so no commit waits for that (see
+// checkpointer). Every write goes through one writer goroutine that commits whatever arrived
+// while the previous commit ran as one transaction (group commit, S5):
 //
 //   - Enqueue, Requeue, the job transitions (MarkActive and StartJobs, MarkQueued, MarkDone and
 //     FinishJobs, MarkFailed, SetJobState, SaveProgress) and SetSetting return only after their
@@ -302,7 +303,7 @@ func open(path string, o options) (_ *DB, err error) {
 	db.kick = make(chan struct{}, 1)
 	db.ckptStop = make(chan struct{})
 	db.ckptDone = make(chan struct{})
-	go db.checkpointer(ckpt, o.checkpointMin, o.checkpointMax, db.kick, db.ckptStop, db.ckptDone)
+	go db.checkpointer(ckpt, o.checkpointMin, o.checkpointMax)
 
 	db.ops = make(chan op, 4096)
 	db.done = make(chan struct{})

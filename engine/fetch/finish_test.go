@@ -58,17 +58,9 @@ func TestFetch_F3_F4_FinishPartsBatch(t *testing.T) {
 	}))
 	t.Cleanup(ts.Close)
 	const n = 40
-	results := make([]Result, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Two downloads per name: the second of each pair becomes "name (1)".
-			results[i] = e.do(fmt.Sprintf("%s/f%02d?%d", ts.URL, i/2, i), func(r *Request) { r.Defer = true })
-		}()
-	}
-	wg.Wait()
+	// Two downloads per name: the second of each pair becomes "name (1)".
+	results := e.doAll(n, func(i int) string { return fmt.Sprintf("%s/f%02d?%d", ts.URL, i/2, i) },
+		func(r *Request) { r.Defer = true })
 	rs := make([]*Result, n)
 	for i := range results {
 		require.Equal(t, OK, results[i].Class, "%v", results[i].Err)
@@ -95,16 +87,7 @@ func TestFetch_F4_ConcurrentFinishesAllLand(t *testing.T) {
 	}))
 	t.Cleanup(ts.Close)
 	const n = 64
-	var wg sync.WaitGroup
-	results := make([]Result, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i] = e.do(fmt.Sprintf("%s/f%02d", ts.URL, i), nil)
-		}()
-	}
-	wg.Wait()
+	results := e.doAll(n, func(i int) string { return fmt.Sprintf("%s/f%02d", ts.URL, i) }, nil)
 	want := map[string]string{}
 	for i, res := range results {
 		require.Equal(t, OK, res.Class, "%v", res.Err)
@@ -148,4 +131,16 @@ func TestFetch_F4_UnsyncedPartKeepsItsPartName(t *testing.T) {
 			}
 		})
 	}
+}
+
+// doAll runs n downloads at once, download i from url(i), and returns their
+// results in order.
+func (e *env) doAll(n int, url func(i int) string, mod func(*Request)) []Result {
+	results := make([]Result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { results[i] = e.do(url(i), mod) })
+	}
+	wg.Wait()
+	return results
 }
