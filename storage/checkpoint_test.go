@@ -15,7 +15,7 @@ import (
 func TestCheckpoint_S5_BackgroundCopiesTheWAL(t *testing.T) {
 	db, _ := openTest(t)
 	var auto int
-	require.NoError(t, db.w.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA wal_autocheckpoint").Scan(&auto))
 	assert.Equal(t, walBackstopPages, auto, "the writer checkpoints only as a backstop")
 
 	// About 2,500 pages of jobs and their indexes, in 20 commits.

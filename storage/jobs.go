@@ -187,8 +187,12 @@ func (db *DB) transition(ctx context.Context, name string, id int64, query strin
 // whyNot explains a guarded UPDATE of job id that matched no row: the job
 // does not exist (ErrNotFound) or is in another state (ErrStateConflict).
 func whyNot(w *wtx, id int64) error {
+	q, err := w.stmt(`SELECT state FROM jobs WHERE id = ?`)
+	if err != nil {
+		return err
+	}
 	var st State
-	err := w.tx.QueryRow(`SELECT state FROM jobs WHERE id = ?`, id).Scan(&st)
+	err = q.QueryRow(id).Scan(&st)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}

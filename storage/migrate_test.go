@@ -32,7 +32,7 @@ func schemaOf(t *testing.T, q *sql.DB) map[string]string {
 // fresh database, keeping its data. A new file in migrations/ is covered without changes here.
 func TestMigrate_S1_FromEveryVersion(t *testing.T) {
 	fresh, _ := openTest(t)
-	want := schemaOf(t, fresh.w)
+	want := schemaOf(t, fresh.r)
 	require.NotEmpty(t, want)
 	require.NoError(t, fresh.Close())
 
@@ -53,10 +53,10 @@ func TestMigrate_S1_FromEveryVersion(t *testing.T) {
 			db, err := Open(path)
 			require.NoError(t, err)
 			defer db.Close()
-			v, err := schemaVersion(bg, db.w)
+			v, err := schemaVersion(bg, db.r)
 			require.NoError(t, err)
 			assert.Equal(t, len(migrations), v)
-			assert.Equal(t, want, schemaOf(t, db.w))
+			assert.Equal(t, want, schemaOf(t, db.r))
 			if from >= 1 {
 				got, err := db.GetSetting(bg, "folder")
 				require.NoError(t, err)
@@ -73,16 +73,16 @@ func TestMigrate_S1_FromEveryVersion(t *testing.T) {
 func TestMigrate_S1_ReopenIsNoOp(t *testing.T) {
 	db, path := openTest(t)
 	enqueueURLs(t, db, "a.example", "https://a.example/1")
-	before := schemaOf(t, db.w)
+	before := schemaOf(t, db.r)
 	require.NoError(t, db.Close())
 
 	db, err := Open(path)
 	require.NoError(t, err)
 	defer db.Close()
-	v, err := schemaVersion(bg, db.w)
+	v, err := schemaVersion(bg, db.r)
 	require.NoError(t, err)
 	assert.Equal(t, len(migrations), v)
-	assert.Equal(t, before, schemaOf(t, db.w))
+	assert.Equal(t, before, schemaOf(t, db.r))
 	n, err := db.CountsByState(bg)
 	require.NoError(t, err)
 	assert.Equal(t, map[State]int64{StateQueued: 1}, n)

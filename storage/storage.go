@@ -146,7 +146,8 @@ type DB struct {
 	kick     chan struct{} // wakes the checkpointer after a commit
 	ckptStop chan struct{}
 	ckptDone chan struct{}
-	prepared map[string]*sql.Stmt // the writer's statements, prepared once; only the writer goroutine uses it
+	wc       *sql.Conn            // the writer's connection, held for good; only the writer goroutine uses it
+	prepared map[string]*sql.Stmt // the writer's statements, prepared once on wc
 	mu       sync.RWMutex         // guards closed against sends on ops
 	closed   bool
 	done     chan struct{}
@@ -305,6 +306,12 @@ func open(path string, o options) (_ *DB, err error) {
 	db.ckptDone = make(chan struct{})
 	go db.checkpointer(ckpt, o.checkpointMin, o.checkpointMax)
 
+	// The writer holds its connection for good and begins and commits with plain statements:
+	// database/sql's transactions (and every query in one) start a goroutine each to watch
+	// their context, which was a wake-up and a goroutine per started job.
+	if db.wc, err = db.w.Conn(ctx); err != nil {
+		return nil, classify(err)
+	}
 	db.ops = make(chan op, 4096)
 	db.done = make(chan struct{})
 	go db.writer()
@@ -413,6 +420,9 @@ func (db *DB) closeHandles() error {
 	}
 	for _, st := range db.prepared {
 		errs = append(errs, st.Close())
+	}
+	if db.wc != nil {
+		errs = append(errs, db.wc.Close())
 	}
 	if db.w != nil {
 		// Closing the last connection checkpoints the WAL; SQLite removes -wal and -shm itself.

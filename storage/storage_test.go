@@ -19,30 +19,30 @@ func TestOpen_S1_WALBusyTimeoutForeignKeys(t *testing.T) {
 	db, _ := openTest(t)
 	var mode string
 	var fk, busy, sync int
-	require.NoError(t, db.w.QueryRow("PRAGMA journal_mode").Scan(&mode))
-	require.NoError(t, db.w.QueryRow("PRAGMA foreign_keys").Scan(&fk))
-	require.NoError(t, db.w.QueryRow("PRAGMA busy_timeout").Scan(&busy))
-	require.NoError(t, db.w.QueryRow("PRAGMA synchronous").Scan(&sync))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA journal_mode").Scan(&mode))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA foreign_keys").Scan(&fk))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA busy_timeout").Scan(&busy))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA synchronous").Scan(&sync))
 	assert.Equal(t, "wal", mode)
 	assert.Equal(t, 1, fk)
 	assert.Equal(t, 5000, busy)
 	assert.Equal(t, 1, sync, "synchronous=NORMAL")
 	var limit int64
-	require.NoError(t, db.w.QueryRow("PRAGMA journal_size_limit").Scan(&limit))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA journal_size_limit").Scan(&limit))
 	assert.Equal(t, int64(64<<20), limit)
 	assert.Equal(t, 1, db.w.Stats().MaxOpenConnections, "one writer connection")
 
 	_, err := db.r.Exec("INSERT INTO settings (key, value) VALUES ('a', 'b')")
 	assert.Error(t, err, "the query pool is read-only")
 
-	_, err = db.w.Exec("INSERT INTO attempts (job_id, url, host, attempt, started_at, outcome) VALUES (999, 'u', 'h', 1, 1, 'ok')")
+	_, err = db.wc.ExecContext(bg, "INSERT INTO attempts (job_id, url, host, attempt, started_at, outcome) VALUES (999, 'u', 'h', 1, 1, 'ok')")
 	assert.Error(t, err, "foreign keys are enforced")
 }
 
 func TestOpen_S1_SyncFullOption(t *testing.T) {
 	db, _ := openTest(t, WithSyncFull())
 	var sync int
-	require.NoError(t, db.w.QueryRow("PRAGMA synchronous").Scan(&sync))
+	require.NoError(t, db.wc.QueryRowContext(bg, "PRAGMA synchronous").Scan(&sync))
 	assert.Equal(t, 2, sync)
 }
 

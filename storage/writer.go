@@ -18,48 +18,26 @@ type op struct {
 	done chan error // nil for fire-and-forget writes
 }
 
-// wtx is the writer's transaction with a cache of prepared statements for the batch.
+// wtx is the writer's transaction, on its connection.
 type wtx struct {
-	db    *DB
-	tx    *sql.Tx
-	stmts map[string]*sql.Stmt
-	fresh []string // queries this transaction had to prepare itself
+	db   *DB
+	conn *sql.Conn
 }
 
-// stmt returns query as a statement of this transaction. A query the
-// writer has seen before is bound from db.prepared, which SQLite prepared
-// once on the writer's only connection; a new one is prepared for this
-// transaction and, after it ends, once for good (preparing on the DB
-// while the transaction holds the only connection would wait forever).
+// stmt returns query prepared on the writer's connection: prepared once, the
+// first time any transaction uses it, and kept until the database is closed.
+// Its Exec and QueryRow run on the writer's connection, inside the open
+// transaction.
 func (w *wtx) stmt(query string) (*sql.Stmt, error) {
-	if s, ok := w.stmts[query]; ok {
+	if s, ok := w.db.prepared[query]; ok {
 		return s, nil
 	}
-	var s *sql.Stmt
-	if p, ok := w.db.prepared[query]; ok {
-		s = w.tx.Stmt(p) // same connection: reuses SQLite's statement
-	} else {
-		var err error
-		if s, err = w.tx.Prepare(query); err != nil {
-			return nil, err
-		}
-		w.fresh = append(w.fresh, query)
+	s, err := w.conn.PrepareContext(context.Background(), query)
+	if err != nil {
+		return nil, err
 	}
-	w.stmts[query] = s
+	w.db.prepared[query] = s
 	return s, nil
-}
-
-// keep prepares, on the now idle writer connection, the queries a
-// transaction met for the first time, for every later transaction.
-func (db *DB) keep(queries []string) {
-	for _, q := range queries {
-		if _, ok := db.prepared[q]; ok {
-			continue
-		}
-		if p, err := db.w.Prepare(q); err == nil {
-			db.prepared[q] = p
-		}
-	}
 }
 
 func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
@@ -153,26 +131,24 @@ func (db *DB) runBatch(batch []op) {
 }
 
 func (db *DB) runTx(ops []op) (err error) {
-	tx, err := db.w.Begin()
-	if err != nil {
+	ctx := context.Background()
+	if _, err := db.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
 	}
-	w := &wtx{db: db, tx: tx, stmts: make(map[string]*sql.Stmt)}
 	defer func() {
-		for _, s := range w.stmts {
-			s.Close()
-		}
 		if err != nil {
-			tx.Rollback()
+			// A failed COMMIT may leave the transaction open (SQLITE_BUSY); any
+			// other failure leaves it open for sure. Either way it is undone.
+			db.wc.ExecContext(ctx, "ROLLBACK")
 		}
-		db.keep(w.fresh)
 	}()
+	w := &wtx{db: db, conn: db.wc}
 	for _, o := range ops {
 		if err := o.run(w); err != nil {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
+	if _, err := db.wc.ExecContext(ctx, "COMMIT"); err != nil {
 		return err
 	}
 	db.commits.Add(1)
