@@ -68,7 +68,7 @@ func (f *Fetcher) createPart(name string) (*os.File, string, error) {
 	)
 	candidates(name, func(c string) bool {
 		p := c + partSuffix
-		fl, err := f.root.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		fl, err := createPartFile(f.dir, f.root, p)
 		if err == nil {
 			file, chosen = fl, p
 			return false

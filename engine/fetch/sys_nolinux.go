@@ -11,6 +11,12 @@ import (
 // caller links and removes instead.
 func renameNoReplace(*os.File, string, string) error { return errNoRename }
 
+// createPartFile creates part name in root, failing with fs.ErrExist when
+// anything is there.
+func createPartFile(_ *os.File, root *os.Root, name string) (*os.File, error) {
+	return root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+}
+
 // syncFS is Linux's syncfs(2); elsewhere each file is synced alone.
 func syncFS(*os.File) error { return errors.ErrUnsupported }
 
