@@ -356,7 +356,7 @@ type finishing struct {
 func (e *Engine) completer(fin <-chan finishing) {
 	batch := make([]finishing, 0, maxFinishing)
 	for f := range fin {
-		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.GlobalInflight() > 0 })
+		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.Stats().Inflight > 0 })
 		e.complete(batch)
 	}
 }
