@@ -48,7 +48,9 @@ test: deps
 # bench runs the Go benchmarks, profiles case (a) in-process, then times
 # Heed against curl, wget2, aria2c and a plain Go client on loopback demo
 # hosts (bench/cmd/e2e) and writes BENCHMARKS.md from what it measured.
-# Scratch files (downloads, databases, profiles) go to $(BENCH_TMP).
+# Scratch files (downloads, databases, profiles) go to $(BENCH_TMP), and the
+# Go benchmarks' temporary folders too (TMPDIR), so that their databases sit on
+# the same file system whatever TMPDIR the caller has.
 BENCH_PKGS := curl wget2 aria2
 BENCH_TMP  ?= /tmp/heed-bench
 BENCH_SETTLE ?= 370
@@ -58,7 +60,8 @@ bench: deps
 	$(call apt_install,$(BENCH_PKGS))
 	rm -rf $(BENCH_TMP) && mkdir -p $(BENCH_TMP)
 	cut -d' ' -f1-3 /proc/loadavg > $(BENCH_TMP)/load-before
-	$(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./engine/... ./storage/... ./ui/... 2>&1 | tee $(BENCH_TMP)/gobench.txt
+	mkdir -p $(BENCH_TMP)/gotmp
+	TMPDIR=$(BENCH_TMP)/gotmp $(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./engine/... ./storage/... ./ui/... 2>&1 | tee $(BENCH_TMP)/gobench.txt
 	! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_TMP)/gobench.txt
 	$(GO) test -c -o $(BENCH_TMP)/bench.test ./bench/
 	@echo "waiting $(BENCH_SETTLE) s for the files deleted so far to age out (see bench.Settle)"

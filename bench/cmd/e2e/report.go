@@ -338,7 +338,8 @@ func (r *report) scaleSection(b *strings.Builder, s *scaleResult) {
 func (r *report) goBenchTable(b *strings.Builder) {
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
 	p("## Go benchmarks\n\n")
-	p("`go test -tags migrated_fynedo -run '^$' -bench . -benchmem ./engine/... ./storage/... ./ui/...`\n\n")
+	p("`TMPDIR=<scratch folder> go test -tags migrated_fynedo -run '^$' -bench . -benchmem ./engine/... ./storage/... ./ui/...`\n\n")
+	p("The storage benchmarks' databases are files in the scratch folder, on the same file system as the comparison's.\n\n")
 	p("| Package | Benchmark | ns/op | B/op | allocs/op | Other |\n|---|---|---|---|---|---|\n")
 	for _, g := range r.GoBench {
 		ns, _ := g.Get("ns/op")
