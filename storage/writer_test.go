@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,13 +26,11 @@ func TestWriter_S5_FailingWriteFailsAlone(t *testing.T) {
 	// Hold the writer in a transaction while the next two ops queue up, so
 	// that it takes them as one batch.
 	release, holding := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	held := make(chan error, 1)
 	go func() {
 		held <- db.write(bg, "hold", func(*wtx) error {
-			select {
-			case holding <- struct{}{}:
-			default: // run again after a rollback: nothing to wait for
-			}
+			once.Do(func() { close(holding) })
 			<-release
 			return nil
 		})
