@@ -43,7 +43,9 @@ run: build
 test: deps
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -race $(RACE_PKGS)
-	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage')
+	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '/e2e$$')
+	# e2e builds heed with go build, which go test's cache cannot see: run it every time.
+	$(GO) test -tags $(TAGS) -count=1 ./e2e
 
 # bench runs the Go benchmarks, profiles case (a) in-process, then times
 # Heed against curl, wget2, aria2c and a plain Go client on loopback demo

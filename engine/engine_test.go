@@ -165,13 +165,19 @@ func TestEngine_DownloadsEveryDemoHostByteExact(t *testing.T) {
 		}
 	}
 	assert.Equal(t, len(srv.URLs()), ok)
-	files := 0
-	for _, req := range srv.Log() {
-		if strings.HasPrefix(req.Path, "/files/") {
-			files++
+	files := func() int {
+		n := 0
+		for _, req := range srv.Log() {
+			if strings.HasPrefix(req.Path, "/files/") {
+				n++
+			}
 		}
+		return n
 	}
-	assert.Equal(t, files, len(hist), "one history line per request the hosts saw")
+	// A demo host logs a request once its handler returns, which can be
+	// just after Heed has read the last byte.
+	require.Eventually(t, func() bool { return files() >= len(hist) }, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, files(), len(hist), "one history line per request the hosts saw")
 	// No .part is left behind.
 	entries, err := os.ReadDir(r.dir)
 	require.NoError(t, err)
@@ -376,6 +382,9 @@ func assertResumedFrom(t *testing.T, r *rig, srv *demo.Server, u string, from in
 	require.Equal(t, storage.StateDone, j.State, j.LastError)
 	want, _ := srv.Expected(u)
 	assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)))
+	// The demo host logs a request once its handler returns, which can be
+	// just after Heed has read the last byte.
+	require.Eventually(t, func() bool { return len(srv.Log()) >= 2 }, 30*time.Second, 10*time.Millisecond)
 	log := srv.Log()
 	require.Len(t, log, 2)
 	assert.Equal(t, fmt.Sprintf("bytes=%d-", from), log[1].Range, "the second request resumes from the part")
