@@ -40,11 +40,12 @@ build: deps
 run: build
 	./$(BIN)
 
+# test runs e2e every time (-count=1): it builds heed with go build, which
+# go test's cache cannot see.
 test: deps
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -race $(RACE_PKGS)
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '/e2e$$')
-	# e2e builds heed with go build, which go test's cache cannot see: run it every time.
 	$(GO) test -tags $(TAGS) -count=1 ./e2e
 
 # bench runs the Go benchmarks, profiles case (a) in-process, then times
