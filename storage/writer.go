@@ -18,10 +18,9 @@ type op struct {
 	done chan error // nil for fire-and-forget writes
 }
 
-// wtx is the writer's transaction, on its connection.
+// wtx is the writer's transaction, open on db.wc.
 type wtx struct {
-	db   *DB
-	conn *sql.Conn
+	db *DB
 }
 
 // stmt returns query prepared on the writer's connection: prepared once, the
@@ -32,7 +31,7 @@ func (w *wtx) stmt(query string) (*sql.Stmt, error) {
 	if s, ok := w.db.prepared[query]; ok {
 		return s, nil
 	}
-	s, err := w.conn.PrepareContext(context.Background(), query)
+	s, err := w.db.wc.PrepareContext(context.Background(), query)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +141,7 @@ func (db *DB) runTx(ops []op) (err error) {
 			db.wc.ExecContext(ctx, "ROLLBACK")
 		}
 	}()
-	w := &wtx{db: db, conn: db.wc}
+	w := &wtx{db: db}
 	for _, o := range ops {
 		if err := o.run(w); err != nil {
 			return fmt.Errorf("%s: %w", o.name, err)
