@@ -53,8 +53,7 @@ test: deps
 # hosts (bench/cmd/e2e) and writes BENCHMARKS.md from what it measured.
 # Scratch files (downloads, databases, profiles) go to $(BENCH_TMP), and the
 # Go benchmarks' temporary folders too (TMPDIR), so that their databases sit on
-# the same file system whatever TMPDIR the caller has. The profiles run with
-# as many processors as heed gives itself (main.go: minProcs, at least 4).
+# the same file system whatever TMPDIR the caller has.
 BENCH_PKGS := curl wget2 aria2
 BENCH_TMP  ?= /tmp/heed-bench
 BENCH_SETTLE ?= 370
@@ -71,7 +70,7 @@ bench: deps
 	@echo "waiting $(BENCH_SETTLE) s for the files deleted so far to age out (see bench.Settle)"
 	sync && sleep $(BENCH_SETTLE)
 	for c in A:EngineCaseA B:EngineCaseB C:EngineManyHosts; do \
-	  HEED_BENCH_KEEP=$(BENCH_TMP)/profiles $(BENCH_TMP)/bench.test -test.cpu $$(( $$(nproc) > 4 ? $$(nproc) : 4 )) -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
+	  HEED_BENCH_KEEP=$(BENCH_TMP)/profiles $(BENCH_TMP)/bench.test -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
 	    -test.cpuprofile $(BENCH_TMP)/case$${c%%:*}.cpu || exit 1; \
 	  { echo '$$ go tool pprof -top -nodecount 20 -ignore demo.Start (the demo hosts starting up)'; \
 	    $(GO) tool pprof -top -nodecount 20 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; echo; \

@@ -40,30 +40,7 @@ const version = "0.1.0"
 const appID = "app.heed.Heed"
 
 func main() {
-	if n := procs(runtime.GOMAXPROCS(0), os.Getenv("GOMAXPROCS")); n > 0 {
-		runtime.GOMAXPROCS(n)
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-}
-
-// minProcs is the fewest goroutines Heed lets run at once (GOMAXPROCS).
-// Much of its time is spent in SQLite (cgo) and in file-system calls, and a
-// goroutine inside one keeps its processor until the runtime notices and
-// hands it on. With one per core on a two-core machine, one goroutine in ten
-// that was ready to run (an attempt whose response had arrived) waited
-// 0.3–0.5 ms for a processor, one in a hundred about 2 ms; with four, one in
-// ten waited 1 µs, and 20,000 small downloads took 8–13 % less time for the
-// same CPU.
-const minProcs = 4
-
-// procs is the GOMAXPROCS Heed sets given the current one and the
-// GOMAXPROCS environment variable, or 0 to leave it: a value the user chose
-// is kept.
-func procs(current int, env string) int {
-	if env != "" || current >= minProcs {
-		return 0
-	}
-	return minProcs
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -32,11 +32,3 @@ func TestRun_UnknownCommandIsUsageError(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Contains(t, errb.String(), `unknown command "frobnicate"`)
 }
-
-func TestProcs_AtLeastFourUnlessTheUserChose(t *testing.T) {
-	assert.Equal(t, minProcs, procs(1, ""))
-	assert.Equal(t, minProcs, procs(2, ""))
-	assert.Zero(t, procs(4, ""), "four or more: left as the runtime chose")
-	assert.Zero(t, procs(16, ""))
-	assert.Zero(t, procs(2, "2"), "GOMAXPROCS set by the user is kept")
-}
