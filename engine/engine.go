@@ -159,6 +159,10 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, err
 	}
 	e.fetch = f
+	if err := e.nameLeftovers(ctx); err != nil {
+		f.Close()
+		return nil, err
+	}
 	hosts, err := store.LoadHosts(ctx)
 	if err != nil {
 		f.Close()
@@ -183,6 +187,37 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	e.core.DirtyHosts() // what was just restored is already on disk
 	tuneGC(e.core.Queued())
 	return e, nil
+}
+
+// nameLeftovers gives their final names to the parts of downloads that a
+// crash left recorded done but not yet renamed (see complete), before any
+// new download can take a part name. A part that cannot be read stays
+// listed, for the next start; the others are cleared.
+func (e *Engine) nameLeftovers(ctx context.Context) error {
+	us, err := e.store.Unnamed(ctx)
+	if err != nil {
+		return fmt.Errorf("loading unnamed downloads: %w", err)
+	}
+	named := make([]Named, 0, len(us))
+	for _, u := range us {
+		file, err := e.fetch.NameLeftover(u.Part, u.File, u.Bytes, u.SHA256)
+		if err != nil {
+			e.log.Error("naming a finished download", "job", u.JobID, "part", u.Part, "err", err)
+			continue
+		}
+		n := Named{JobID: u.JobID}
+		if file != "" {
+			e.log.Info("named a download finished before a crash", "job", u.JobID, "file", file)
+			if file != u.File {
+				n.File = file
+			}
+		}
+		named = append(named, n)
+	}
+	if err := e.store.Named(named); err != nil {
+		return fmt.Errorf("recording final names: %w", err)
+	}
+	return nil
 }
 
 // bwBurst is the bucket size of the bandwidth limiter: a tenth of a second
@@ -299,7 +334,7 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 
 // maxFinishing is how many attempts may be finishing (their bodies all
 // received, their requests no longer in flight, their files being synced,
-// named and marked done by the completer) beside the requests in flight.
+// marked done and named by the completer) beside the requests in flight.
 // Finishing together is what makes it cheap (one sync and one commit for
 // many files); the bound keeps open files in check when the disk is slower
 // than the network.
@@ -350,9 +385,10 @@ type finishing struct {
 }
 
 // completer finishes downloads as many at a time as have arrived: it syncs
-// their parts together and names them (F4), marks their jobs done with their
-// attempts in one commit (J3, S3, S5), then reports them and ends their
-// attempts. A part that cannot be made final fails its job.
+// their parts together and picks their final names (F3, F4), marks their
+// jobs done with those names and their attempts in one commit (J3, S3, S5),
+// gives the parts their names, then reports them and ends their attempts. A
+// part that cannot be made final fails its job.
 func (e *Engine) completer(fin <-chan finishing) {
 	batch := make([]finishing, 0, maxFinishing)
 	for f := range fin {
@@ -412,38 +448,86 @@ func (e *Engine) complete(batch []finishing) {
 	for i := range batch {
 		rs[i] = &batch[i].res
 	}
-	e.fetch.FinishParts(rs)
+	e.fetch.SyncParts(rs)
 	done := make([]Finished, 0, len(batch))
 	ok := batch[:0:0]
 	for _, f := range batch {
-		if !f.res.Done {
-			e.record(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "failed")
-			e.finish(f.job, f.dec, f.res, f.end, f.url, "failed")
-			e.finished()
+		if f.res.Pending == nil {
+			e.failFinish(f)
 			continue
 		}
 		done = append(done, Finished{Attempt: e.attemptRecord(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "ok"),
-			Done: Completed{File: f.res.File, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status}})
+			Done: Completed{File: f.res.File, Part: f.res.Part, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status}})
 		ok = append(ok, f)
 	}
 	if len(ok) == 0 {
 		return
 	}
+	// Done and the final name are on disk before the part takes that name
+	// (J3): a crash in between leaves the name for the next start to give
+	// (see nameLeftovers), instead of a file nothing records, which the
+	// next run would fetch again beside it.
 	errs, err := e.store.FinishJobs(context.Background(), done)
+	if err != nil {
+		// Nothing was recorded: the parts keep their names and the jobs
+		// stay active, to be queued again by the next start (S2).
+		e.log.Error("recording finished downloads", "jobs", len(ok), "err", err)
+		for _, f := range ok {
+			e.report(f, "failed", fmt.Sprintf("recording the download failed: %v", err))
+			e.finished()
+		}
+		return
+	}
+	rs = rs[:0]
+	picked := make([]string, len(ok))
+	for i := range ok {
+		rs, picked[i] = append(rs, &ok[i].res), ok[i].res.File
+	}
+	e.fetch.NameParts(rs)
+	named := make([]Named, 0, len(ok))
 	for i, f := range ok {
-		ferr := err
-		if ferr == nil {
-			ferr = errs[i]
+		if errs[i] != nil {
+			e.log.Error("recording a job's state", "job", f.job.ID, "outcome", "ok", "err", errs[i])
+		} else {
+			n := Named{JobID: f.job.ID, File: f.res.File}
+			if !f.res.Done {
+				n.Err = f.res.Err.Error()
+			} else if f.res.File == picked[i] {
+				n.File = "" // as recorded
+			}
+			named = append(named, n)
 		}
-		if ferr != nil {
-			e.log.Error("recording a job's state", "job", f.job.ID, "outcome", "ok", "err", ferr)
-		}
-		if e.opt.OnJob != nil {
-			e.opt.OnJob(JobEnd{ID: f.job.ID, URL: f.job.URL, Host: f.job.Host, Outcome: "ok", File: f.res.File,
-				Bytes: f.res.Bytes, SHA256: f.res.SHA256})
+		if f.res.Done {
+			e.report(f, "ok", "")
+		} else {
+			e.report(f, "failed", f.res.Err.Error())
 		}
 		e.finished()
 	}
+	if err := e.store.Named(named); err != nil {
+		e.log.Error("recording final names", "jobs", len(named), "err", err)
+	}
+}
+
+// failFinish ends an attempt whose complete part could not be made final
+// before anything was recorded: the job fails with its part kept.
+func (e *Engine) failFinish(f finishing) {
+	e.record(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "failed")
+	e.finish(f.job, f.dec, f.res, f.end, f.url, "failed")
+	e.finished()
+}
+
+// report tells OnJob how a finished download ended.
+func (e *Engine) report(f finishing, outcome, why string) {
+	if e.opt.OnJob == nil {
+		return
+	}
+	end := JobEnd{ID: f.job.ID, URL: f.job.URL, Host: f.job.Host, Outcome: outcome, Bytes: f.res.Bytes,
+		SHA256: f.res.SHA256, Err: why}
+	if outcome == "ok" {
+		end.File = f.res.File
+	}
+	e.opt.OnJob(end)
 }
 
 // stop waits for the attempts in flight (cancelled with ctx, if it ended),

@@ -33,10 +33,18 @@ type Store interface {
 	// ids; a job no longer queued (paused or cancelled meanwhile) has a zero
 	// ID. MarkQueued with Throttled gives the attempt back (R3).
 	StartJobs(ctx context.Context, ids []int64) ([]JobRecord, error)
-	// FinishJobs records each attempt (S3) and marks each job done, in one
-	// commit. The result is aligned with done: a job no longer active gets
-	// an error wrapping ErrNotQueued, its attempt recorded all the same.
+	// FinishJobs records each attempt (S3) and marks each job done with its
+	// final name, in one commit. The result is aligned with done: a job no
+	// longer active gets an error wrapping ErrNotQueued, its attempt
+	// recorded all the same. A job marked done whose Completed has a Part
+	// is listed as unnamed, in the same commit, until Named clears it.
 	FinishJobs(ctx context.Context, done []Finished) ([]error, error)
+	// Unnamed returns the downloads FinishJobs listed and Named has not
+	// cleared: a crash came between the commit and the renaming.
+	Unnamed(ctx context.Context) ([]Unnamed, error)
+	// Named clears downloads listed as unnamed once their parts have their
+	// names (or could not get them); it may be batched like RecordAttempt.
+	Named(ns []Named) error
 	MarkQueued(ctx context.Context, id int64, r Requeued) error
 	MarkFailed(ctx context.Context, id int64, reason string, status int) error
 	// SaveResume records what is on disk of a download, for resume (F5).
@@ -154,6 +162,28 @@ type Completed struct {
 	Bytes  int64
 	SHA256 string
 	Status int
+	Part   string // the complete part that is to take the name File
+}
+
+// Unnamed is a download recorded done whose part may not have its final
+// name yet.
+type Unnamed struct {
+	JobID  int64
+	Part   string // the complete part
+	File   string // the final name recorded for it
+	Bytes  int64
+	SHA256 string
+}
+
+// Named says how a download listed as unnamed got its final name.
+type Named struct {
+	JobID int64
+	// File, if set, is the name the part took instead of the one recorded,
+	// which was taken meanwhile.
+	File string
+	// Err, if set, is why the part got no name: the job fails with this
+	// reason, its part kept for a later resume.
+	Err string
 }
 
 // Finished is one download complete on disk: its attempt and its file.

@@ -165,13 +165,34 @@ func (s engineStore) FinishJobs(ctx context.Context, done []engine.Finished) ([]
 	fs := make([]Finish, len(done))
 	for i, d := range done {
 		fs[i] = Finish{Attempt: attemptOf(d.Attempt),
-			Done: Done{File: d.Done.File, Bytes: d.Done.Bytes, SHA256: d.Done.SHA256, Status: d.Done.Status}}
+			Done: Done{File: d.Done.File, Bytes: d.Done.Bytes, SHA256: d.Done.SHA256, Status: d.Done.Status,
+				Part: d.Done.Part}}
 	}
 	errs, err := s.db.FinishJobs(ctx, fs)
 	for i := range errs {
 		errs[i] = notQueued(errs[i])
 	}
 	return errs, err
+}
+
+func (s engineStore) Unnamed(ctx context.Context) ([]engine.Unnamed, error) {
+	us, err := s.db.Unnamed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Unnamed, len(us))
+	for i, u := range us {
+		out[i] = engine.Unnamed(u)
+	}
+	return out, nil
+}
+
+func (s engineStore) Named(ns []engine.Named) error {
+	out := make([]Named, len(ns))
+	for i, n := range ns {
+		out[i] = Named(n)
+	}
+	return s.db.Named(out)
 }
 
 func progressOf(r engine.Resume) Progress {

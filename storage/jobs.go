@@ -289,6 +289,13 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 			}
 			if n, _ := r.RowsAffected(); n != 1 {
 				errs[i] = whyNot(w, f.Attempt.JobID)
+				continue
+			}
+			if f.Done.Part != "" {
+				if _, err := w.exec(`INSERT OR REPLACE INTO naming (job_id, part) VALUES (?, ?)`,
+					f.Attempt.JobID, f.Done.Part); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -297,6 +304,79 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// Unnamed is a download recorded done whose part may not have its final name yet.
+type Unnamed struct {
+	JobID  int64
+	Part   string // the complete part
+	File   string // the final name recorded for it
+	Bytes  int64
+	SHA256 string
+}
+
+// Unnamed returns the downloads FinishJobs listed as unnamed and Named has not cleared, by job
+// id: a crash came between the commit and the renaming of their parts.
+func (db *DB) Unnamed(ctx context.Context) ([]Unnamed, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT n.job_id, n.part, j.file, j.bytes, j.sha256
+		FROM naming n JOIN jobs j ON j.id = n.job_id ORDER BY n.job_id`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+	}
+	defer rows.Close()
+	var us []Unnamed
+	for rows.Next() {
+		var u Unnamed
+		if err := rows.Scan(&u.JobID, &u.Part, &u.File, &u.Bytes, &u.SHA256); err != nil {
+			return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+		}
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+	}
+	return us, nil
+}
+
+// Named says how a download listed as unnamed got its final name.
+type Named struct {
+	JobID int64
+	// File, if set, is the name the part took instead of the one recorded, which was taken
+	// meanwhile; the job's file becomes File.
+	File string
+	// Err, if set, is why the part got no name: the job (if still done) fails with this reason,
+	// its part kept for a later resume.
+	Err string
+}
+
+// Named clears downloads listed as unnamed, committed with the next batch (S5): it returns at
+// once, and Flush reports its error.
+func (db *DB) Named(ns []Named) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	return db.queue("named", func(w *wtx) error {
+		now := nanos(db.now())
+		for _, n := range ns {
+			var err error
+			switch {
+			case n.Err != "":
+				_, err = w.exec(`UPDATE jobs SET state = 'failed', file = '', last_error = ?, updated_at = ?,
+					part = (SELECT part FROM naming WHERE job_id = ?) WHERE id = ? AND state = 'done'
+					AND EXISTS (SELECT 1 FROM naming WHERE job_id = ?)`, n.Err, now, n.JobID, n.JobID, n.JobID)
+			case n.File != "":
+				_, err = w.exec(`UPDATE jobs SET file = ?, updated_at = ? WHERE id = ? AND state = 'done'`,
+					n.File, now, n.JobID)
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := w.exec(`DELETE FROM naming WHERE job_id = ?`, n.JobID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Retry describes why an active job goes back to the queue and when it may run again.
@@ -336,6 +416,9 @@ type Done struct {
 	Bytes  int64
 	SHA256 string // hex (F7)
 	Status int
+	// Part, if set, is the complete part that is yet to take the name File: FinishJobs lists it
+	// as unnamed (see Unnamed) until Named clears it.
+	Part string
 }
 
 // MarkDone records an active job's completed file. The partial name is cleared, since the

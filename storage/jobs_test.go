@@ -453,3 +453,60 @@ func TestWriter_S5_BackgroundWriteLandsWithTheNextWaitedOne(t *testing.T) {
 	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM attempts WHERE job_id = ?`, id).Scan(&n))
 	assert.Equal(t, 1, n)
 }
+
+// J3, S2: a download is recorded done with its final name before its part
+// takes the name; FinishJobs lists it as unnamed in the same commit, and
+// Named clears it: as recorded, under another name (the recorded one was
+// taken meanwhile), or failed with its part kept when it could not be named.
+func TestFinishJobs_S2_UnnamedUntilNamed(t *testing.T) {
+	db, path := openTest(t)
+	ids := make([]int64, 4)
+	var fs []Finish
+	for i := range ids {
+		ids[i] = jobIn(t, db, fmt.Sprintf("https://a.example/%d", i), StateActive)
+		fs = append(fs, Finish{Attempt: Attempt{JobID: ids[i], URL: "https://a.example/x", Host: "a.example",
+			Attempt: 1, StartedAt: time.Unix(1_800_000_000, 0), Status: 200, Outcome: "ok", Bytes: 3},
+			Done: Done{File: fmt.Sprintf("f%d", i), Part: fmt.Sprintf("f%d.part", i), Bytes: 3, SHA256: "abc", Status: 200}})
+	}
+	fs[3].Done.Part = "" // made final before it was recorded: nothing to list
+	_, err := db.SetJobState(bg, []int64{ids[2]}, StateCancelled)
+	require.NoError(t, err)
+	errs, err := db.FinishJobs(bg, fs)
+	require.NoError(t, err)
+	require.ErrorIs(t, errs[2], ErrStateConflict)
+
+	// Listed in the commit that marked them done, visible to another connection.
+	raw := rawOpenRO(t, path)
+	var n int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM naming`).Scan(&n))
+	assert.Equal(t, 2, n, "the two jobs marked done with a part, not the cancelled one, not the one without a part")
+	us, err := db.Unnamed(bg)
+	require.NoError(t, err)
+	assert.Equal(t, []Unnamed{
+		{JobID: ids[0], Part: "f0.part", File: "f0", Bytes: 3, SHA256: "abc"},
+		{JobID: ids[1], Part: "f1.part", File: "f1", Bytes: 3, SHA256: "abc"},
+	}, us)
+
+	require.NoError(t, db.Named([]Named{{JobID: ids[0], File: "f0 (1)"}, {JobID: ids[1], Err: "disk full"}}))
+	require.NoError(t, db.Flush(bg))
+	us, err = db.Unnamed(bg)
+	require.NoError(t, err)
+	assert.Empty(t, us)
+	j0, err := db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateDone, j0.State)
+	assert.Equal(t, "f0 (1)", j0.File, "the name the part took")
+	j1, err := db.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, StateFailed, j1.State)
+	assert.Equal(t, "disk full", j1.LastError)
+	assert.Equal(t, "f1.part", j1.Part, "the part is kept for a resume")
+	assert.Empty(t, j1.File)
+
+	// Named again (a second start after a crash) changes nothing.
+	require.NoError(t, db.Named([]Named{{JobID: ids[1], Err: "again"}}))
+	require.NoError(t, db.Flush(bg))
+	j1, err = db.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, "disk full", j1.LastError)
+}

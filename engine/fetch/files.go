@@ -1,8 +1,11 @@
 package fetch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -127,22 +130,33 @@ func isPartName(name string) bool {
 	return ok && base != "" && sanitize(base) == base
 }
 
-// FinishParts makes the complete downloads of rs final (F3, F4): it syncs
-// their parts together, closes them and gives each its final name. Each
-// Result must carry a Pending part (Do with Request.Defer); on return it has
-// Done and File set, or Class Disk and the reason. Parts synced together
-// cost one syncfs(2) on Linux instead of one fsync each — a file system
-// writes a batch of small files far faster in one pass — and a part whose
-// sync failed is named in its own error.
+// FinishParts makes the complete downloads of rs final (F3, F4): SyncParts,
+// then NameParts. Each Result must carry a Pending part (Do with
+// Request.Defer); on return it has Done and File set, or Class Disk and the
+// reason. A caller that records each final name before the part takes it
+// (so that a crash in between cannot lose the name) calls the two itself.
 func (f *Fetcher) FinishParts(rs []*Result) {
+	f.SyncParts(rs)
+	f.NameParts(rs)
+}
+
+// SyncParts syncs the complete parts of rs together, closes them and picks
+// each a final name that is free now (F3), without taking it yet: on return
+// each Result has File set to that name and Pending still set (its part
+// closed), or Class Disk and the reason with Pending nil and the part kept.
+// Names picked in one call are distinct. Parts synced together cost one
+// syncfs(2) on Linux instead of one fsync each — a file system writes a
+// batch of small files far faster in one pass — and a part whose sync
+// failed is named in its own error.
+func (f *Fetcher) SyncParts(rs []*Result) {
 	files := make([]*os.File, len(rs))
 	for i, r := range rs {
 		files[i] = r.Pending.file
 	}
 	errs := syncAll(f.dir, files)
+	picked := make(map[string]bool, len(rs))
 	for i, r := range rs {
 		p := r.Pending
-		r.Pending = nil
 		err := errs[i]
 		if err != nil {
 			err = fmt.Errorf("sync %s: %w", p.part, err)
@@ -150,16 +164,100 @@ func (f *Fetcher) FinishParts(rs []*Result) {
 		if cerr := p.file.Close(); err == nil && cerr != nil {
 			err = fmt.Errorf("close %s: %w", p.part, cerr)
 		}
+		p.file = nil
 		final := ""
 		if err == nil {
-			final, err = f.name(p.part)
+			final, err = f.pick(strings.TrimSuffix(p.part, partSuffix), picked)
 		}
 		if final == "" {
+			r.Pending = nil
 			r.Class, r.Retryable, r.Err = Disk, false, fmt.Errorf("finish download: %w", err)
+			continue
+		}
+		picked[final] = true
+		r.File = final
+	}
+}
+
+// NameParts gives each part that SyncParts left pending its final name:
+// File, or the next free one if File was taken since it was picked. On
+// return each such Result has Done set, File its name and Part and Pending
+// cleared, or Class Disk and the reason with the part kept under its name.
+// Results without a pending part are left as they are.
+func (f *Fetcher) NameParts(rs []*Result) {
+	for _, r := range rs {
+		p := r.Pending
+		if p == nil {
+			continue
+		}
+		r.Pending = nil
+		final, err := f.name(p.part, r.File)
+		if final == "" {
+			r.Class, r.Retryable, r.Err = Disk, false, fmt.Errorf("finish download: %w", err)
+			r.File = ""
 			continue
 		}
 		r.Done, r.File, r.Part = true, final, ""
 	}
+}
+
+// NameLeftover gives a complete part that a crash left without its final
+// name that name: file, or the next free one after it (F3). It names the
+// part only if it is a regular file of its own (A10) holding exactly size
+// bytes whose SHA-256 is sum (hex): since the crash, the part name may have
+// been taken by another download. It returns "" and no error when there is
+// no such part (it was named before the crash, or removed since).
+func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
+	if !isPartName(part) || sanitize(file) != file {
+		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
+	}
+	fl, n, err := f.openPart(part)
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errConfined):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	same := n == size
+	if same {
+		h := sha256.New()
+		_, err = io.Copy(h, fl)
+		same = err == nil && hex.EncodeToString(h.Sum(nil)) == sum
+	}
+	if cerr := fl.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", part, err)
+	}
+	if !same {
+		return "", nil
+	}
+	return f.name(part, file)
+}
+
+// pick returns the first of base's candidates (F3) that is free now and not
+// in taken.
+func (f *Fetcher) pick(base string, taken map[string]bool) (string, error) {
+	var (
+		free string
+		err  error
+	)
+	candidates(base, func(c string) bool {
+		if taken[c] {
+			return true
+		}
+		_, err = f.root.Lstat(c)
+		if errors.Is(err, fs.ErrNotExist) {
+			free, err = c, nil
+			return false
+		}
+		return err == nil // taken; any other error stops the search
+	})
+	if free == "" && err == nil {
+		err = fmt.Errorf("no free name for %q", base)
+	}
+	return free, err
 }
 
 // syncAll writes files to stable storage, together where the system can:
@@ -177,13 +275,12 @@ func syncAll(dir *os.File, files []*os.File) []error {
 	return errs
 }
 
-// name gives the synced, closed part its final name (F3, F4) and returns
-// it. The final name is taken exclusively: Root.Link fails if the name
+// name gives the synced, closed part its final name (F3, F4), first, or a
+// candidate after it, and returns it. The final name is taken exclusively: Root.Link fails if the name
 // exists (even as a dangling symlink), in which case the next candidate is
 // tried. Where hard links are unsupported, an O_EXCL placeholder reserves the
 // name and Rename replaces that placeholder with the part.
-func (f *Fetcher) name(part string) (string, error) {
-	base := strings.TrimSuffix(part, partSuffix)
+func (f *Fetcher) name(part, first string) (string, error) {
 	var (
 		final    string
 		lastErr  error
@@ -191,7 +288,7 @@ func (f *Fetcher) name(part string) (string, error) {
 		noRename = f.dir == nil
 		renamed  bool
 	)
-	candidates(base, func(c string) bool {
+	candidates(first, func(c string) bool {
 		if !noRename {
 			err := renameNoReplace(f.dir, part, c)
 			if err == nil {
@@ -233,7 +330,7 @@ func (f *Fetcher) name(part string) (string, error) {
 	})
 	if final == "" {
 		if lastErr == nil {
-			lastErr = fmt.Errorf("no free name for %q", base)
+			lastErr = fmt.Errorf("no free name for %q", first)
 		}
 		return "", lastErr
 	}

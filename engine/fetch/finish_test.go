@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -143,4 +145,86 @@ func (e *env) doAll(n int, url func(i int) string, mod func(*Request)) []Result 
 	}
 	wg.Wait()
 	return results
+}
+
+// SyncParts picks each part a final name that is free, without taking it,
+// and the names it picks together are distinct: "a.txt" is taken, so the
+// part "a.txt.part" is to become "a (1).txt", and the part "a (1).txt.part"
+// "a (2).txt" (F3). NameParts then takes them, moving on to the next free
+// name when one was taken in between.
+func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("a.txt", "older")
+	e.writePart("a (1).txt.part", "") // another download, still arriving
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("body " + r.URL.RawQuery))
+	}))
+	t.Cleanup(ts.Close)
+	first := e.do(ts.URL+"/a.txt?1", func(r *Request) { r.Defer = true })
+	require.NoError(t, os.Remove(filepath.Join(e.dl, "a (1).txt.part")))
+	second := e.do(ts.URL+"/a%20(1).txt?2", func(r *Request) { r.Defer = true })
+	third := e.do(ts.URL+"/b.txt?3", func(r *Request) { r.Defer = true })
+	require.Equal(t, "a.txt.part", first.Part)
+	require.Equal(t, "a (1).txt.part", second.Part)
+	rs := []*Result{&first, &second, &third}
+
+	e.f.SyncParts(rs)
+	for _, r := range rs {
+		require.Equal(t, OK, r.Class, "%v", r.Err)
+		require.NotNil(t, r.Pending)
+		assert.False(t, r.Done)
+	}
+	assert.Equal(t, "a (1).txt", first.File)
+	assert.Equal(t, "a (2).txt", second.File, "not the name picked for the first part")
+	assert.Equal(t, "b.txt", third.File)
+	assert.Equal(t, map[string]string{"a.txt": "older", "a.txt.part": "body 1", "a (1).txt.part": "body 2",
+		"b.txt.part": "body 3"}, e.files(), "no final name is taken yet")
+
+	e.write("b.txt", "came in between") // someone took a picked name
+	e.f.NameParts(rs)
+	for _, r := range rs {
+		require.True(t, r.Done, "%v", r.Err)
+		assert.Nil(t, r.Pending)
+		assert.Empty(t, r.Part)
+	}
+	assert.Equal(t, "a (1).txt", first.File)
+	assert.Equal(t, "a (2).txt", second.File)
+	assert.Equal(t, "b (1).txt", third.File, "the next free name; what came in between is kept")
+	assert.Equal(t, map[string]string{"a.txt": "older", "a (1).txt": "body 1", "a (2).txt": "body 2",
+		"b.txt": "came in between", "b (1).txt": "body 3"}, e.files())
+}
+
+// NameLeftover names a complete part a crash left unnamed — only if it holds
+// exactly the bytes recorded — and leaves alone a part that is not there, not
+// the recorded bytes (another download's since), or not a file of its own
+// (F1, F3, A10).
+func TestFetch_S2_NameLeftover(t *testing.T) {
+	e := newEnv(t, nil)
+	const body = "the complete body"
+	e.writePart("ours.bin.part", body)
+	e.writePart("taken.bin.part", body)
+	e.write("taken.bin", "a file that came in between")
+	e.writePart("other.bin.part", "another download's bytes")
+	e.writePart("short.bin.part", body[:5])
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "target.txt"), filepath.Join(e.dl, "link.bin.part")))
+
+	name := func(part, file string) string {
+		t.Helper()
+		got, err := e.f.NameLeftover(part, file, int64(len(body)), sha(body))
+		require.NoError(t, err, part)
+		return got
+	}
+	assert.Equal(t, "ours.bin", name("ours.bin.part", "ours.bin"))
+	assert.Equal(t, "taken (1).bin", name("taken.bin.part", "taken.bin"))
+	assert.Empty(t, name("gone.bin.part", "gone.bin"), "no part: named before the crash")
+	assert.Empty(t, name("other.bin.part", "other.bin"), "same size, other bytes")
+	assert.Empty(t, name("short.bin.part", "short.bin"), "other size")
+	assert.Empty(t, name("link.bin.part", "link.bin"), "a symlink is not a part")
+	for _, bad := range [][2]string{{"../x.part", "x"}, {"ours.bin", "y"}, {"z.part", "../z"}, {"z.part", "a/z"}} {
+		_, err := e.f.NameLeftover(bad[0], bad[1], int64(len(body)), sha(body))
+		assert.ErrorIs(t, err, errConfined, "%q → %q", bad[0], bad[1])
+	}
+	assert.Equal(t, map[string]string{"ours.bin": body, "taken.bin": "a file that came in between",
+		"taken (1).bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
+		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
