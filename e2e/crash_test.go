@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -46,6 +48,18 @@ func partsHaveBytes(t *testing.T, dir string, small []string, min int64) func() 
 	}
 }
 
+// recordedParts counts the active jobs whose part the database at path
+// records, read while Heed runs (WAL readers do not disturb the writer).
+func recordedParts(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	require.NoError(t, err)
+	defer raw.Close()
+	var n int
+	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'active' AND part <> ''`).Scan(&n))
+	return n
+}
+
 // assertExact checks that dir holds exactly the served files, byte for
 // byte, and nothing else (no part left).
 func assertExact(t *testing.T, dir string, files map[string][]byte) {
@@ -77,6 +91,9 @@ func TestGet_Kill9ResumesFromPart(t *testing.T) {
 	first := start(t, args...)
 	waitFor(t, "small files done and parts with bytes", 20*time.Second,
 		partsHaveBytes(t, dir, []string{"small0.txt", "small1.txt"}, 256<<10))
+	// Heed records a part a moment after its body starts (a body that
+	// lands at once needs no record); the kill comes after that.
+	waitFor(t, "parts recorded", 20*time.Second, func() bool { return recordedParts(t, db) == len(bigFiles) })
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	first.wait(t)
 	require.True(t, first.cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled(), "killed, not exited")
@@ -180,6 +197,7 @@ func TestGet_Kill9SmallFileKeepsItsName(t *testing.T) {
 
 	first := start(t, args...)
 	waitFor(t, "a part with bytes", 20*time.Second, func() bool { return listDir(t, dir)["mid.bin.part"] >= 32<<10 })
+	waitFor(t, "the part recorded", 20*time.Second, func() bool { return recordedParts(t, db) == 1 })
 	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
 	first.wait(t)
 	before := len(srv.seen())
