@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"math"
 	"net/url"
@@ -191,8 +192,9 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 
 // nameLeftovers gives their final names to the parts of downloads that a
 // crash left recorded done but not yet renamed (see complete), before any
-// new download can take a part name. A part that cannot be read stays
-// listed, for the next start; the others are cleared.
+// new download can take a part name. A download that is not in this
+// download folder (Heed ran with another since), or whose part cannot be
+// read, stays listed for a later start; the others are cleared.
 func (e *Engine) nameLeftovers(ctx context.Context) error {
 	us, err := e.store.Unnamed(ctx)
 	if err != nil {
@@ -201,6 +203,10 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 	named := make([]Named, 0, len(us))
 	for _, u := range us {
 		file, err := e.fetch.NameLeftover(u.Part, u.File, u.Bytes, u.SHA256)
+		if errors.Is(err, fs.ErrNotExist) {
+			e.log.Info("a download finished before a crash is not in this folder", "job", u.JobID, "err", err)
+			continue
+		}
 		if err != nil {
 			e.log.Error("naming a finished download", "job", u.JobID, "part", u.Part, "err", err)
 			continue

@@ -35,7 +35,8 @@ func (k killedAfterCommit) FinishJobs(ctx context.Context, done []engine.Finishe
 // gives each part its name before anything else runs, so no file is
 // fetched twice and none is left that nothing records. A part is named only
 // if it holds the bytes recorded; a name taken meanwhile moves to the next
-// free one, and the job records it.
+// free one, and the job records it; a part in another folder waits for a
+// start in that folder.
 func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(1, 5, 4<<10))
 	base := t.TempDir()
@@ -68,19 +69,33 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	requests := srv.Requests()
 
 	// Meanwhile: someone took job 1's name; job 2's part was named before
-	// the kill; job 3's part name now holds another download's bytes.
+	// the kill; job 3's part name now holds another download's bytes; job
+	// 4's part is in another folder.
 	in := func(name string) string { return filepath.Join(dir, name) }
+	elsewhere := filepath.Join(base, jobs[4].File+".part")
 	require.NoError(t, os.WriteFile(in(jobs[1].File), []byte("came in between"), 0o644))
 	require.NoError(t, os.Rename(in(jobs[2].File+".part"), in(jobs[2].File)))
 	require.NoError(t, os.WriteFile(in(jobs[3].File+".part"), []byte("another download's start"), 0o644))
+	require.NoError(t, os.Rename(in(jobs[4].File+".part"), elsewhere))
 
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})
 	// Named at New, before Run.
-	for _, i := range []int{0, 2, 4} {
+	for _, i := range []int{0, 2} {
 		assert.NoFileExists(t, in(jobs[i].File+".part"))
 		assert.Equal(t, jobs[i].SHA256, sha(t, in(jobs[i].File)), jobs[i].URL)
 	}
+	require.NoError(t, r.db.Flush(context.Background()))
+	us, err = r.db.Unnamed(context.Background())
+	require.NoError(t, err)
+	require.Len(t, us, 1, "only the download that is not in this folder stays listed")
+	assert.Equal(t, jobs[4].ID, us[0].JobID)
+
+	// Back in the folder, the next start names it.
+	r.close()
+	require.NoError(t, os.Rename(elsewhere, in(jobs[4].File+".part")))
+	r.open(engine.Options{})
+	assert.Equal(t, jobs[4].SHA256, sha(t, in(jobs[4].File)))
 	require.NoError(t, r.db.Flush(context.Background()))
 	us, err = r.db.Unnamed(context.Background())
 	require.NoError(t, err)

@@ -206,14 +206,21 @@ func (f *Fetcher) NameParts(rs []*Result) {
 // part only if it is a regular file of its own (A10) holding exactly size
 // bytes whose SHA-256 is sum (hex): since the crash, the part name may have
 // been taken by another download. It returns "" and no error when there is
-// no such part (it was named before the crash, or removed since).
+// no such part (it was named before the crash, or removed since), and an
+// error wrapping fs.ErrNotExist when neither the part nor file is in the
+// download folder: the download may be in another folder.
 func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
 	if !isPartName(part) || sanitize(file) != file {
 		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
 	}
 	fl, n, err := f.openPart(part)
 	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errConfined):
+	case errors.Is(err, fs.ErrNotExist):
+		if _, ferr := f.root.Lstat(file); errors.Is(ferr, fs.ErrNotExist) {
+			return "", fmt.Errorf("neither %s nor %s is in %s: %w", part, file, f.root.Name(), fs.ErrNotExist)
+		}
+		return "", nil
+	case errors.Is(err, errConfined):
 		return "", nil
 	case err != nil:
 		return "", err

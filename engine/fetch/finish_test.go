@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -197,7 +198,7 @@ func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T)
 // NameLeftover names a complete part a crash left unnamed — only if it holds
 // exactly the bytes recorded — and leaves alone a part that is not there, not
 // the recorded bytes (another download's since), or not a file of its own
-// (F1, F3, A10).
+// (F1, F3, A10). When neither the part nor its name is there, it says so.
 func TestFetch_S2_NameLeftover(t *testing.T) {
 	e := newEnv(t, nil)
 	const body = "the complete body"
@@ -216,7 +217,10 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 	}
 	assert.Equal(t, "ours.bin", name("ours.bin.part", "ours.bin"))
 	assert.Equal(t, "taken (1).bin", name("taken.bin.part", "taken.bin"))
-	assert.Empty(t, name("gone.bin.part", "gone.bin"), "no part: named before the crash")
+	e.write("named.bin", body)
+	assert.Empty(t, name("named.bin.part", "named.bin"), "no part: named before the crash")
+	_, err := e.f.NameLeftover("elsewhere.bin.part", "elsewhere.bin", int64(len(body)), sha(body))
+	assert.ErrorIs(t, err, fs.ErrNotExist, "neither the part nor the name: in another folder")
 	assert.Empty(t, name("other.bin.part", "other.bin"), "same size, other bytes")
 	assert.Empty(t, name("short.bin.part", "short.bin"), "other size")
 	assert.Empty(t, name("link.bin.part", "link.bin"), "a symlink is not a part")
@@ -224,7 +228,7 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 		_, err := e.f.NameLeftover(bad[0], bad[1], int64(len(body)), sha(body))
 		assert.ErrorIs(t, err, errConfined, "%q → %q", bad[0], bad[1])
 	}
-	assert.Equal(t, map[string]string{"ours.bin": body, "taken.bin": "a file that came in between",
+	assert.Equal(t, map[string]string{"ours.bin": body, "named.bin": body, "taken.bin": "a file that came in between",
 		"taken (1).bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
 		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
