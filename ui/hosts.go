@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -306,7 +307,10 @@ func newHostsView(w *Window) *hostsView {
 	chartBox := container.NewBorder(widget.NewLabelWithStyle("Last 3 minutes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), chartLegend(), nil, nil, hv.chart)
 	details := container.NewHSplit(chartBox, timelineBox)
 	details.Offset = 0.55
-	split := container.NewVSplit(container.NewStack(hv.table, hv.empty), details)
+	// The hint sits below the table's header row, not over it.
+	headerGap := widget.NewLabel("Host").MinSize().Height + 2*theme.Padding()
+	hint := container.New(layout.NewCustomPaddedLayout(headerGap, 0, 0, 0), hv.empty)
+	split := container.NewVSplit(container.NewStack(hv.table, hint), details)
 	split.Offset = 0.68
 	hv.content = container.NewBorder(top, nil, nil, nil, split)
 	return hv

@@ -410,3 +410,20 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 		})
 	}
 }
+
+// U1: before any URL is added the hosts table says how to add some, below
+// its header row (not over the column names); the hint goes once a host
+// has a row.
+func TestHosts_U1_EmptyHintBelowHeaderUntilAHostArrives(t *testing.T) {
+	h := newHarness(t)
+	hv := h.w.hosts
+	require.True(t, hv.empty.Visible())
+	d := h.app.Driver()
+	tableTop := d.AbsolutePositionForObject(hv.table).Y
+	header := widget.NewLabel("Host").MinSize().Height
+	assert.GreaterOrEqual(t, d.AbsolutePositionForObject(hv.empty).Y, tableTop+header,
+		"the hint starts below the header row")
+
+	h.add(t, "https://a.example/1")
+	assert.False(t, hv.empty.Visible())
+}
