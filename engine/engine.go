@@ -73,6 +73,11 @@ type Engine struct {
 	done    chan struct{} // an attempt ended (buffered 1)
 	urgent  atomic.Bool   // a host event happened: write host states now
 
+	// broken is the first commit of job transitions that failed (a full
+	// disk, a database gone read-only): a transition Heed cannot persist
+	// must not be acted on (J3), so Run stops dispatching and returns it.
+	broken atomic.Pointer[error]
+
 	mu     sync.Mutex
 	active map[int64]*activeJob
 }
@@ -269,6 +274,8 @@ func (e *Engine) Run(ctx context.Context) error { return e.run(ctx, false) }
 func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, true) }
 
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
+	ctx, interrupt := context.WithCancelCause(ctx)
+	defer interrupt(nil)
 	fin := make(chan finishing, maxFinishing)
 	go e.completer(fin)
 	defer close(fin) // after stop: no attempt is left to send
@@ -287,6 +294,10 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 			saved, pending = time.Now(), false
 		} else {
 			pending = true
+		}
+		if err := e.broken.Load(); err != nil {
+			interrupt(*err) // what is in flight stops too, its parts kept
+			return e.stop(*err)
 		}
 		var wake time.Time
 		var batch []Dispatch
@@ -366,12 +377,15 @@ func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishi
 	// active in the database without an attempt that will settle it.
 	jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), ids)
 	if err != nil {
-		e.log.Error("starting jobs", "jobs", len(ids), "err", err)
+		e.breaks(fmt.Errorf("the database cannot record that downloads start: %w", err))
 	}
 	now := time.Now()
 	for i, d := range batch {
 		if err != nil || jobs[i].ID == 0 {
 			e.core.Observe(d, Outcome{Class: ClassCanceled}, now)
+			if err != nil {
+				e.core.Add(d.JobID, d.Host, now) // still queued, as the database says
+			}
 			e.finished()
 			continue
 		}
@@ -477,9 +491,10 @@ func (e *Engine) complete(batch []finishing) {
 	if err != nil {
 		// Nothing was recorded: the parts keep their names and the jobs
 		// stay active, to be queued again by the next start (S2).
-		e.log.Error("recording finished downloads", "jobs", len(ok), "err", err)
+		err = fmt.Errorf("the database cannot record finished downloads: %w", err)
+		e.breaks(err)
 		for _, f := range ok {
-			e.report(f, "failed", fmt.Sprintf("recording the download failed: %v", err))
+			e.report(f, "failed", err.Error())
 			e.finished()
 		}
 		return
@@ -534,6 +549,18 @@ func (e *Engine) report(f finishing, outcome, why string) {
 		end.File = f.res.File
 	}
 	e.opt.OnJob(end)
+}
+
+// breaks records the first failed commit of job transitions (see broken)
+// and wakes the run loop, which stops.
+func (e *Engine) breaks(err error) {
+	if e.broken.CompareAndSwap(nil, &err) {
+		e.log.Error("downloads stop", "err", err)
+	}
+	select {
+	case e.done <- struct{}{}:
+	default:
+	}
 }
 
 // stop waits for the attempts in flight (cancelled with ctx, if it ended),

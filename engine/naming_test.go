@@ -2,11 +2,17 @@ package engine_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"io"
+	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,18 +22,63 @@ import (
 	"heed/storage"
 )
 
-// killedAfterCommit is a Store whose FinishJobs commits and then reports a
-// failure: the engine learns nothing of the commit, as if Heed had been
-// killed right after it, before any part was renamed.
-type killedAfterCommit struct{ engine.Store }
+// namingOrder is a Store that looks, at each FinishJobs, at what the
+// download folder holds for the downloads it records.
+type namingOrder struct {
+	engine.Store
+	dir           string
+	parts, finals int // parts present, final names present, when recorded
+	recorded      int
+}
 
-var errKilled = errors.New("killed after the commit")
-
-func (k killedAfterCommit) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
-	if _, err := k.Store.FinishJobs(ctx, done); err != nil {
-		return nil, err
+func (n *namingOrder) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
+	for _, d := range done {
+		n.recorded++
+		if _, err := os.Stat(filepath.Join(n.dir, d.Done.Part)); err == nil {
+			n.parts++
+		}
+		if _, err := os.Stat(filepath.Join(n.dir, d.Done.File)); err == nil {
+			n.finals++
+		}
 	}
-	return nil, errKilled
+	return n.Store.FinishJobs(ctx, done)
+}
+
+// J3, S2: a finished download is recorded done, with its final name, while
+// its bytes are still in the part: the part takes the name only after the
+// commit, so a crash at any instant leaves no file that nothing records.
+func TestEngine_J3_DoneRecordedBeforeThePartIsNamed(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(2, 20, 4<<10))
+	base := t.TempDir()
+	db, err := storage.Open(filepath.Join(base, "heed.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	dir := filepath.Join(base, "dl")
+	store := &namingOrder{Store: storage.EngineStore(db), dir: dir}
+	eng, err := engine.New(context.Background(), store, engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+	require.NoError(t, eng.RunUntilIdle(context.Background()))
+
+	assert.Equal(t, 40, store.recorded)
+	assert.Equal(t, 40, store.parts, "every part still under its part name when recorded")
+	assert.Zero(t, store.finals, "no final name taken before it was recorded")
+	us, err := db.Unnamed(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, us, "each cleared once named")
+	for _, j := range mustJobs(t, db) {
+		want, _ := srv.Expected(j.URL)
+		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
+	}
+}
+
+func mustJobs(t *testing.T, db *storage.DB) []storage.Job {
+	t.Helper()
+	jobs, err := db.JobsPage(context.Background(), storage.JobFilter{})
+	require.NoError(t, err)
+	return jobs
 }
 
 // S2, F3, F4: Heed killed between the commit that records downloads done,
@@ -42,30 +93,46 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	base := t.TempDir()
 	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
 
-	db, err := storage.Open(dbPath)
+	// The state such a kill leaves, made as the engine makes it: every job
+	// recorded done under its final name, every body still in its part.
+	first := &rig{t: t, dbPath: dbPath, dir: dir}
+	first.open(engine.Options{})
+	first.add(srv.URLs()...)
+	store := storage.EngineStore(first.db)
+	var ids []int64
+	for _, j := range first.jobs() {
+		ids = append(ids, j.ID)
+	}
+	started, err := store.StartJobs(context.Background(), ids)
 	require.NoError(t, err)
-	eng, err := engine.New(context.Background(), killedAfterCommit{storage.EngineStore(db)},
-		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var done []engine.Finished
+	for _, j := range started {
+		resp, err := http.Get(j.URL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		name := path.Base(j.URL)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".part"), body, 0o644))
+		sum := sha256.Sum256(body)
+		done = append(done, engine.Finished{
+			Attempt: engine.AttemptRecord{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
+				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
+			Done: engine.Completed{File: name, Part: name + ".part", Bytes: int64(len(body)),
+				SHA256: hex.EncodeToString(sum[:]), Status: 200}})
+	}
+	_, err = store.FinishJobs(context.Background(), done)
 	require.NoError(t, err)
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
-	require.NoError(t, eng.RunUntilIdle(context.Background()))
-	require.NoError(t, eng.Close())
-
-	// The state such a kill leaves: every job done under its final name,
-	// every body still in its part.
-	jobs, err := db.JobsPage(context.Background(), storage.JobFilter{})
-	require.NoError(t, err)
+	jobs := first.jobs()
 	require.Len(t, jobs, 5)
 	for _, j := range jobs {
 		require.Equal(t, storage.StateDone, j.State, j.URL)
-		require.FileExists(t, filepath.Join(dir, j.File+".part"))
-		require.NoFileExists(t, filepath.Join(dir, j.File))
 	}
-	us, err := db.Unnamed(context.Background())
+	us, err := first.db.Unnamed(context.Background())
 	require.NoError(t, err)
 	require.Len(t, us, 5)
-	require.NoError(t, db.Close())
+	first.close()
 	requests := srv.Requests()
 
 	// Meanwhile: someone took job 1's name; job 2's part was named before
@@ -119,4 +186,106 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "another download's start", string(got), "another download's part is not named")
 	assert.NoFileExists(t, in(jobs[3].File))
+}
+
+// fullDisk is a Store whose commits of job starts or of finished downloads
+// fail as SQLite's do on a full disk.
+type fullDisk struct {
+	engine.Store
+	starts, finishes bool
+}
+
+var errFull = errors.New("database or disk is full")
+
+func (f fullDisk) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRecord, error) {
+	if f.starts {
+		return nil, errFull
+	}
+	return f.Store.StartJobs(ctx, ids)
+}
+
+func (f fullDisk) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
+	if f.finishes {
+		return nil, errFull
+	}
+	return f.Store.FinishJobs(ctx, done)
+}
+
+// RELIABILITY 35, J3: when the database cannot record that downloads start
+// (its disk is full), no request is sent, Run stops at once with the reason
+// instead of trying every queued job, and every job stays queued for a run
+// once space is back.
+func TestEngine_RELIABILITY35_StartsNotRecordedStopTheRun(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(2, 20, 1<<10))
+	base := t.TempDir()
+	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
+	db, err := storage.Open(dbPath)
+	require.NoError(t, err)
+	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), starts: true},
+		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+
+	err = eng.RunUntilIdle(context.Background())
+	require.ErrorIs(t, err, errFull)
+	assert.Contains(t, err.Error(), "cannot record that downloads start")
+	assert.Zero(t, srv.Requests(), "no request without its start on disk")
+	assert.Equal(t, 40, eng.Core().Queued(), "every job is still in line")
+	counts, err := db.CountsByState(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), counts[storage.StateQueued])
+	require.NoError(t, eng.Close())
+	require.NoError(t, db.Close())
+
+	r := &rig{t: t, dbPath: dbPath, dir: dir}
+	r.open(engine.Options{})
+	r.runIdle()
+	for _, j := range r.jobs() {
+		want, _ := srv.Expected(j.URL)
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
+	}
+}
+
+// RELIABILITY 35, J3: when the database cannot record finished downloads,
+// Run stops with the reason, no part takes a final name that nothing
+// records, and the next run completes every job.
+func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(2, 500, 1<<10))
+	base := t.TempDir()
+	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
+	db, err := storage.Open(dbPath)
+	require.NoError(t, err)
+	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), finishes: true},
+		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+
+	err = eng.RunUntilIdle(context.Background())
+	require.ErrorIs(t, err, errFull)
+	assert.Contains(t, err.Error(), "cannot record finished downloads")
+	// The first finishes are recorded together a moment after they land
+	// (finishLinger); far fewer than the 1,000 files are fetched by then.
+	assert.Less(t, srv.Requests(), int64(1000), "no new download starts once one could not be recorded")
+	counts, err := db.CountsByState(context.Background())
+	require.NoError(t, err)
+	assert.Zero(t, counts[storage.StateDone])
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.True(t, strings.HasSuffix(e.Name(), ".part"), "%s: no final name without its record", e.Name())
+	}
+	require.NoError(t, eng.Close())
+	require.NoError(t, db.Close())
+
+	r := &rig{t: t, dbPath: dbPath, dir: dir}
+	r.open(engine.Options{})
+	r.runIdle()
+	for _, j := range r.jobs() {
+		want, _ := srv.Expected(j.URL)
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
+	}
 }
