@@ -136,12 +136,17 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 			return cli.ExitUnusable
 		}
 	}
-	stopped := make(chan error, 1)
-	go func() { stopped <- eng.Run(ctx) }()
-
 	a := app.NewWithID(appID)
 	a.SetIcon(ui.Icon)
 	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed})
+	stopped := make(chan error, 1)
+	go func() {
+		err := eng.Run(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			w.EngineStopped(err) // the window stays open, saying why
+		}
+		stopped <- err
+	}()
 	w.ShowAndRun()
 	cancel()
 	if err := <-stopped; err != nil && !errors.Is(err, context.Canceled) {

@@ -25,6 +25,7 @@ import (
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -91,6 +92,7 @@ type Window struct {
 	paste       *pasteDialog  // the last paste dialog opened (tests)
 
 	pausedAll bool
+	stopped   error         // why the engine stopped downloading, if it did
 	pending   atomic.Bool   // an update is queued on the Fyne thread
 	kick      chan struct{} // refresh now (after a user action)
 	stop      context.CancelFunc
@@ -146,6 +148,19 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 	w.win.SetOnDropped(w.onDropped)
 	w.win.SetOnClosed(w.onClosed)
 	return w
+}
+
+// EngineStopped shows that the engine stopped downloading on its own and
+// why (RELIABILITY 35: its database could not record a transition, for
+// instance on a full disk): a dialog now, and the reason in the status line
+// from then on. Safe to call from any goroutine.
+func (w *Window) EngineStopped(err error) {
+	fyne.Do(func() {
+		w.stopped = err
+		dialog.ShowError(fmt.Errorf("Heed stopped downloading: %w.\n\nNothing queued or downloaded is lost: "+
+			"free some space (or fix the database), then start Heed again.", err), w.win)
+		w.refreshSoon()
+	})
 }
 
 // Window returns the underlying Fyne window.
@@ -278,6 +293,9 @@ func (w *Window) apply(u hostUpdate) {
 	line := fmt.Sprintf("%d hosts · %d queued · %d/%d in flight", st.Hosts, st.Queued, st.Inflight, st.InflightCap)
 	if st.PausedAll {
 		line += " · ALL PAUSED"
+	}
+	if w.stopped != nil {
+		line = "DOWNLOADS STOPPED: " + w.stopped.Error() + " · " + line
 	}
 	w.status.SetText(line + " · downloads to " + w.opt.Dir + " · Heed " + w.opt.Version)
 	if len(u.opened) > 0 && w.prefs.BoolWithFallback(prefNotifyBreaker, true) {

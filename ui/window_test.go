@@ -2,8 +2,10 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -426,4 +428,40 @@ func TestHosts_U1_EmptyHintBelowHeaderUntilAHostArrives(t *testing.T) {
 
 	h.add(t, "https://a.example/1")
 	assert.False(t, hv.empty.Visible())
+}
+
+// RELIABILITY 35: when the engine stops downloading on its own (its
+// database cannot record a transition, for instance on a full disk), the
+// window says so and why: a dialog, and the reason in the status line.
+func TestWindow_RELIABILITY35_EngineStoppedIsShown(t *testing.T) {
+	h := newHarness(t)
+	require.Nil(t, h.w.win.Canvas().Overlays().Top())
+	h.w.EngineStopped(errors.New("the database cannot record that downloads start: database or disk is full"))
+	h.w.tickNow(time.Now())
+
+	top := h.w.win.Canvas().Overlays().Top()
+	require.NotNil(t, top, "a dialog is shown")
+	var texts []string
+	collectTexts(top, &texts)
+	assert.Contains(t, strings.Join(texts, " "), "database or disk is full")
+	assert.Contains(t, h.w.status.Text, "DOWNLOADS STOPPED: the database cannot record that downloads start")
+}
+
+// collectTexts gathers the text of every label and rich text under o.
+func collectTexts(o fyne.CanvasObject, out *[]string) {
+	switch x := o.(type) {
+	case *widget.Label:
+		*out = append(*out, x.Text)
+	case *widget.RichText:
+		*out = append(*out, x.String())
+	case fyne.Widget:
+		r := test.WidgetRenderer(x)
+		for _, c := range r.Objects() {
+			collectTexts(c, out)
+		}
+	case *fyne.Container:
+		for _, c := range x.Objects {
+			collectTexts(c, out)
+		}
+	}
 }
