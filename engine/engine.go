@@ -846,8 +846,11 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 			err = e.store.MarkFailed(ctx, job.ID, reason, res.Status)
 		}
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNotQueued):
 		e.log.Error("recording a job's state", "job", job.ID, "outcome", outcome, "err", err)
+	case err != nil:
+		e.breaks(fmt.Errorf("the database cannot record how a download ended: %w", err))
 	}
 	if e.opt.OnJob != nil {
 		end := JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File, Bytes: res.Bytes,

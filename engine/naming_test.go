@@ -192,7 +192,14 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 // fail as SQLite's do on a full disk.
 type fullDisk struct {
 	engine.Store
-	starts, finishes bool
+	starts, finishes, requeues bool
+}
+
+func (f fullDisk) MarkQueued(ctx context.Context, id int64, r engine.Requeued) error {
+	if f.requeues {
+		return errFull
+	}
+	return f.Store.MarkQueued(ctx, id, r)
 }
 
 var errFull = errors.New("database or disk is full")
@@ -288,4 +295,30 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 		assert.Equal(t, storage.StateDone, j.State, j.URL)
 		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
 	}
+}
+
+// RELIABILITY 35, J3: a retry the database cannot record (its disk is
+// full) stops the run with the reason too; the job is not retried behind
+// the database's back, and the next run takes it up again.
+func TestEngine_RELIABILITY35_RetryNotRecordedStopsTheRun(t *testing.T) {
+	srv := startDemo(t, demo.Config{Files: 20, FileSize: 1 << 10, Seed: 3, Fast: true,
+		Hosts: []demo.HostSpec{{Name: "flaky", Behavior: demo.Flaky, FailFraction: 1}}})
+	base := t.TempDir()
+	db, err := storage.Open(filepath.Join(base, "heed.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), requeues: true},
+		engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+
+	err = eng.RunUntilIdle(context.Background())
+	require.ErrorIs(t, err, errFull)
+	assert.Contains(t, err.Error(), "cannot record how a download ended")
+	assert.Less(t, srv.Requests(), int64(20), "no new request once an outcome could not be recorded")
+	counts, err := db.CountsByState(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), counts[storage.StateQueued]+counts[storage.StateActive], "no job lost, none given up")
 }
