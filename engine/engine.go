@@ -217,11 +217,11 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 			continue
 		}
 		n := Named{JobID: u.JobID}
+		if file != "" && file != u.File {
+			n.File = file
+		}
 		if file != "" {
-			e.log.Info("named a download finished before a crash", "job", u.JobID, "file", file)
-			if file != u.File {
-				n.File = file
-			}
+			e.log.Info("a download finished before a crash has its name", "job", u.JobID, "file", file)
 		}
 		named = append(named, n)
 	}
@@ -402,6 +402,7 @@ type finishing struct {
 	start, end time.Time
 	res        fetch.Result
 	dec        Decision
+	noted      bool // the part may be recorded for the job (see partNotes)
 }
 
 // completer finishes downloads as many at a time as have arrived: it syncs
@@ -489,45 +490,78 @@ func (e *Engine) complete(batch []finishing) {
 	// next run would fetch again beside it.
 	errs, err := e.store.FinishJobs(context.Background(), done)
 	if err != nil {
-		// Nothing was recorded: the parts keep their names and the jobs
-		// stay active, to be queued again by the next start (S2).
+		// Nothing was recorded: the jobs stay active, to be queued again
+		// by the next start (S2). A part nothing records is removed, so
+		// that the next download of its file takes its name again
+		// instead of landing beside it as "name (1)"; a recorded one is
+		// kept for the resume.
 		err = fmt.Errorf("the database cannot record finished downloads: %w", err)
 		e.breaks(err)
 		for _, f := range ok {
+			if !f.noted {
+				if rerr := e.fetch.RemovePart(f.res.Part); rerr != nil {
+					e.log.Error("removing a part nothing records", "part", f.res.Part, "err", rerr)
+				}
+			}
 			e.report(f, "failed", err.Error())
 			e.finished()
 		}
 		return
 	}
+	// A job the person paused or cancelled while its file was finishing
+	// keeps its state and its complete part, recorded for a resume (which
+	// the server then completes with a 416); only the others take their
+	// names.
 	rs = rs[:0]
 	picked := make([]string, len(ok))
 	for i := range ok {
-		rs, picked[i] = append(rs, &ok[i].res), ok[i].res.File
+		picked[i] = ok[i].res.File
+		if errs[i] == nil {
+			rs = append(rs, &ok[i].res)
+		}
 	}
 	e.fetch.NameParts(rs)
 	named := make([]Named, 0, len(ok))
 	for i, f := range ok {
 		if errs[i] != nil {
-			e.log.Error("recording a job's state", "job", f.job.ID, "outcome", "ok", "err", errs[i])
-		} else {
-			n := Named{JobID: f.job.ID, File: f.res.File}
-			if !f.res.Done {
-				n.Err = f.res.Err.Error()
-			} else if f.res.File == picked[i] {
-				n.File = "" // as recorded
-			}
-			named = append(named, n)
+			continue
 		}
-		if f.res.Done {
+		n := Named{JobID: f.job.ID, File: f.res.File}
+		if !f.res.Done {
+			n.Err = f.res.Err.Error()
+		} else if f.res.File == picked[i] {
+			n.File = "" // as recorded
+		}
+		named = append(named, n)
+	}
+	// Queued before any attempt ends, so that a run that stops once they
+	// have ended writes them with its last commit.
+	if err := e.store.Named(named); err != nil {
+		e.log.Error("recording final names", "jobs", len(named), "err", err)
+	}
+	for i, f := range ok {
+		switch {
+		case errs[i] != nil:
+			e.keepPart(f, errs[i])
+		case f.res.Done:
 			e.report(f, "ok", "")
-		} else {
+		default:
 			e.report(f, "failed", f.res.Err.Error())
 		}
 		e.finished()
 	}
-	if err := e.store.Named(named); err != nil {
-		e.log.Error("recording final names", "jobs", len(named), "err", err)
+}
+
+// keepPart records the complete part of a job that left the active state
+// while its file was finishing (paused or cancelled), for a resume.
+func (e *Engine) keepPart(f finishing, why error) {
+	r := f.res
+	err := e.store.SaveResume(context.Background(), f.job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
+		ETag: r.ETag, LastModified: r.LastModified})
+	if err != nil {
+		e.breaks(fmt.Errorf("the database cannot record a paused download's part: %w", err))
 	}
+	e.report(f, "canceled", why.Error())
 }
 
 // failFinish ends an attempt whose complete part could not be made final
@@ -568,6 +602,9 @@ func (e *Engine) breaks(err error) {
 func (e *Engine) stop(err error) error {
 	for e.running.Load() > 0 {
 		<-e.done
+	}
+	if b := e.broken.Load(); b != nil && (err == nil || errors.Is(err, context.Canceled)) {
+		err = *b // a failed commit says more than the stop it came with
 	}
 	e.persistHosts()
 	if ferr := e.store.Flush(context.Background()); ferr != nil && err == nil {
@@ -704,8 +741,9 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		}
 		notes.end() // the job's next state records its part from here on
 		if outcome == "ok" {
+			noted := notes.recorded() || (job.Resume.Part != "" && job.Resume.Part == res.Part)
 			fin <- finishing{job: job, n: n, url: req.URL.String(), host: d.Host, start: start, end: end,
-				res: res, dec: dec}
+				res: res, dec: dec, noted: noted}
 			handedOff = true
 			return
 		}
@@ -745,7 +783,16 @@ type partNotes struct {
 	timer   *time.Timer
 	pending *Resume // to be recorded when the timer fires
 	fired   bool    // the delay is over: record at once from now on
+	noted   bool    // a record was handed to the store
 	ended   bool
+}
+
+// recorded reports whether a record of the attempt's part was handed to
+// the store.
+func (p *partNotes) recorded() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.noted
 }
 
 // started is called as a request's body starts going into part r.
@@ -763,6 +810,7 @@ func (p *partNotes) started(r Resume) {
 		return
 	}
 	p.pending = nil // superseded
+	p.noted = true
 	p.note(r)
 }
 
@@ -771,6 +819,7 @@ func (p *partNotes) fire() {
 	defer p.mu.Unlock()
 	p.fired = true
 	if p.pending != nil && !p.ended {
+		p.noted = true
 		p.note(*p.pending)
 		p.pending = nil
 	}

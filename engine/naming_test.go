@@ -257,7 +257,8 @@ func TestEngine_RELIABILITY35_StartsNotRecordedStopTheRun(t *testing.T) {
 
 // RELIABILITY 35, J3: when the database cannot record finished downloads,
 // Run stops with the reason, no part takes a final name that nothing
-// records, and the next run completes every job.
+// records, and the next run completes every job under its own name: a part
+// nothing records is removed rather than left beside a "name (1)".
 func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(2, 500, 1<<10))
 	base := t.TempDir()
@@ -290,11 +291,15 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})
 	r.runIdle()
+	names := map[string]bool{}
 	for _, j := range r.jobs() {
 		want, _ := srv.Expected(j.URL)
 		assert.Equal(t, storage.StateDone, j.State, j.URL)
 		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
+		assert.Equal(t, path.Base(j.URL), j.File, "its own name, not a \"(1)\" beside a part left behind")
+		names[j.File] = true
 	}
+	assert.Equal(t, names, dirNames(t, dir), "each file once, no part left")
 }
 
 // RELIABILITY 35, J3: a retry the database cannot record (its disk is
@@ -321,4 +326,84 @@ func TestEngine_RELIABILITY35_RetryNotRecordedStopsTheRun(t *testing.T) {
 	counts, err := db.CountsByState(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), counts[storage.StateQueued]+counts[storage.StateActive], "no job lost, none given up")
+}
+
+// pausedWhileFinishing is a Store where the person pauses every job just
+// before its finished download is recorded.
+type pausedWhileFinishing struct{ engine.Store }
+
+func (p pausedWhileFinishing) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
+	ids := make([]int64, len(done))
+	for i, d := range done {
+		ids[i] = d.Attempt.JobID
+	}
+	if _, err := p.Store.SetJobState(ctx, ids, engine.JobPaused); err != nil {
+		return nil, err
+	}
+	return p.Store.FinishJobs(ctx, done)
+}
+
+// J3, F3, F5: a job the person pauses while its file is finishing stays
+// paused with its complete part recorded, and no final name is taken for
+// it; resumed, it completes from that part (a 416 for the whole file), and
+// the folder holds each file once under its own name.
+func TestEngine_J3_PausedWhileFinishingKeepsItsPartForTheResume(t *testing.T) {
+	srv := startDemo(t, demo.Config{Files: 4, FileSize: 2 << 10, Seed: 4, Hosts: []demo.HostSpec{{Name: "ok"}}})
+	base := t.TempDir()
+	db, err := storage.Open(filepath.Join(base, "heed.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	dir := filepath.Join(base, "dl")
+	eng, err := engine.New(context.Background(), pausedWhileFinishing{storage.EngineStore(db)},
+		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+	require.NoError(t, eng.RunUntilIdle(context.Background()))
+	require.NoError(t, eng.Close())
+
+	jobs := mustJobs(t, db)
+	var ids []int64
+	for _, j := range jobs {
+		require.Equal(t, storage.StatePaused, j.State, j.URL)
+		require.NotEmpty(t, j.Part, "the part is recorded for the resume")
+		assert.Equal(t, int64(2<<10), j.Bytes)
+		assert.FileExists(t, filepath.Join(dir, j.Part))
+		assert.NoFileExists(t, filepath.Join(dir, strings.TrimSuffix(j.Part, ".part")), "no final name for a paused job")
+		ids = append(ids, j.ID)
+	}
+	first := len(srv.Log())
+
+	eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	_, err = eng.Resume(context.Background(), ids)
+	require.NoError(t, err)
+	require.NoError(t, eng.RunUntilIdle(context.Background()))
+	want := map[string]bool{}
+	for _, j := range mustJobs(t, db) {
+		require.Equal(t, storage.StateDone, j.State, j.URL)
+		sum, _ := srv.Expected(j.URL)
+		assert.Equal(t, sum, sha(t, filepath.Join(dir, j.File)), j.URL)
+		want[j.File] = true
+	}
+	assert.Equal(t, want, dirNames(t, dir), "each file once, under its own name, no part left")
+	// The log gets a request when its handler returns, which can be just
+	// after Heed read the answer.
+	require.Eventually(t, func() bool { return len(srv.Log()) == first+4 }, 10*time.Second, 5*time.Millisecond)
+	for _, r := range srv.Log()[first:] {
+		assert.NotEmpty(t, r.Range, "resumed from the part: %s", r.Path)
+		assert.Equal(t, 416, r.Status, "the whole file was in the part: %s", r.Path)
+	}
+}
+
+func dirNames(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, e := range entries {
+		names[e.Name()] = true
+	}
+	return names
 }

@@ -202,35 +202,42 @@ func (f *Fetcher) NameParts(rs []*Result) {
 }
 
 // NameLeftover gives a complete part that a crash left without its final
-// name that name: file, or the next free one after it (F3). It names the
-// part only if it is a regular file of its own (A10) holding exactly size
-// bytes whose SHA-256 is sum (hex): since the crash, the part name may have
-// been taken by another download. It returns "" and no error when there is
-// no such part (it was named before the crash, or removed since), and an
-// error wrapping fs.ErrNotExist when neither the part nor file is in the
-// download folder: the download may be in another folder.
+// name that name: file, or the next free one after it (F3), and returns the
+// name that holds the download. It names the part only if it is a regular
+// file of its own (A10) holding exactly size bytes whose SHA-256 is sum
+// (hex): since the crash, the part name may have been taken by another
+// download. When the part is gone it took its name before the crash: file,
+// or — if file was taken in between — a later candidate holding those
+// bytes. It returns "" and no error when the download is not found under
+// any of these names, and an error wrapping fs.ErrNotExist when neither
+// the part nor file is in the download folder: the download may be in
+// another folder.
 func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
 	if !isPartName(part) || sanitize(file) != file {
 		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
 	}
+	pst, perr := f.root.Lstat(part)
+	fst, ferr := f.root.Lstat(file)
+	switch {
+	case perr == nil && ferr == nil && os.SameFile(pst, fst):
+		// Named by a hard link, the part's own name not yet removed.
+		if err := f.root.Remove(part); err != nil {
+			return "", err
+		}
+		return file, nil
+	case errors.Is(perr, fs.ErrNotExist) && errors.Is(ferr, fs.ErrNotExist):
+		return "", fmt.Errorf("neither %s nor %s is in %s: %w", part, file, f.root.Name(), fs.ErrNotExist)
+	case errors.Is(perr, fs.ErrNotExist):
+		return f.findNamed(file, size, sum)
+	}
 	fl, n, err := f.openPart(part)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if _, ferr := f.root.Lstat(file); errors.Is(ferr, fs.ErrNotExist) {
-			return "", fmt.Errorf("neither %s nor %s is in %s: %w", part, file, f.root.Name(), fs.ErrNotExist)
-		}
-		return "", nil
-	case errors.Is(err, errConfined):
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errConfined):
 		return "", nil
 	case err != nil:
 		return "", err
 	}
-	same := n == size
-	if same {
-		h := sha256.New()
-		_, err = io.Copy(h, fl)
-		same = err == nil && hex.EncodeToString(h.Sum(nil)) == sum
-	}
+	same, err := holds(fl, n, size, sum)
 	if cerr := fl.Close(); err == nil {
 		err = cerr
 	}
@@ -240,7 +247,78 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 	if !same {
 		return "", nil
 	}
+	if ferr == nil && fst.Mode().IsRegular() && fst.Size() == 0 && size > 0 {
+		// Where hard links are unsupported an empty file reserves the name
+		// before the part replaces it (see name): the crash came between.
+		if err := f.root.Rename(part, file); err == nil {
+			return file, nil
+		}
+	}
 	return f.name(part, file)
+}
+
+// findNamed returns the name, file or a candidate after it (F3), under
+// which a part took its name: the first one, in order, holding exactly
+// size bytes whose SHA-256 is sum. The search ends at the first free name,
+// since a part takes the first free candidate. It returns "" when none
+// holds them.
+func (f *Fetcher) findNamed(file string, size int64, sum string) (string, error) {
+	var (
+		found string
+		err   error
+	)
+	candidates(file, func(c string) bool {
+		st, lerr := f.root.Lstat(c)
+		if lerr != nil {
+			if !errors.Is(lerr, fs.ErrNotExist) {
+				err = lerr
+			}
+			return false
+		}
+		if !st.Mode().IsRegular() || st.Size() != size {
+			return true
+		}
+		fl, oerr := f.root.Open(c)
+		if oerr != nil {
+			err = oerr
+			return false
+		}
+		same, herr := holds(fl, st.Size(), size, sum)
+		fl.Close()
+		if herr != nil {
+			err = fmt.Errorf("read %s: %w", c, herr)
+			return false
+		}
+		if same {
+			found = c
+			return false
+		}
+		return true
+	})
+	return found, err
+}
+
+// holds reports whether fl, of n bytes, holds exactly size bytes whose
+// SHA-256 is sum (hex).
+func holds(fl *os.File, n, size int64, sum string) (bool, error) {
+	if n != size {
+		return false, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, fl); err != nil {
+		return false, err
+	}
+	return hex.EncodeToString(h.Sum(nil)) == sum, nil
+}
+
+// RemovePart removes a part that nothing records, so that the next
+// download of its file takes its name again instead of "name (1)". It
+// refuses a name that is not a part name (F1).
+func (f *Fetcher) RemovePart(part string) error {
+	if !isPartName(part) {
+		return fmt.Errorf("remove %q: %w", part, errConfined)
+	}
+	return f.root.Remove(part)
 }
 
 // pick returns the first of base's candidates (F3) that is free now and not

@@ -198,7 +198,10 @@ func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T)
 // NameLeftover names a complete part a crash left unnamed — only if it holds
 // exactly the bytes recorded — and leaves alone a part that is not there, not
 // the recorded bytes (another download's since), or not a file of its own
-// (F1, F3, A10). When neither the part nor its name is there, it says so.
+// (F1, F3, A10). A part gone since took its name before the crash: it finds
+// that name, the recorded one or a later one. A crash inside the naming of a
+// file system without renameat2 (a link, or an empty placeholder) is
+// finished. When neither the part nor its name is there, it says so.
 func TestFetch_S2_NameLeftover(t *testing.T) {
 	e := newEnv(t, nil)
 	const body = "the complete body"
@@ -218,7 +221,20 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 	assert.Equal(t, "ours.bin", name("ours.bin.part", "ours.bin"))
 	assert.Equal(t, "taken (1).bin", name("taken.bin.part", "taken.bin"))
 	e.write("named.bin", body)
-	assert.Empty(t, name("named.bin.part", "named.bin"), "no part: named before the crash")
+	assert.Equal(t, "named.bin", name("named.bin.part", "named.bin"), "no part: named before the crash")
+	e.write("moved.bin", "same size: other.")
+	e.write("moved (1).bin", "another download of a moved")
+	e.write("moved (2).bin", body)
+	assert.Equal(t, "moved (2).bin", name("moved.bin.part", "moved.bin"),
+		"no part, and its name taken in between: found under the name it took")
+	e.write("gone.bin", "not ours")
+	assert.Empty(t, name("gone.bin.part", "gone.bin"), "no part, and nowhere under its names")
+	e.writePart("linked.bin.part", body)
+	require.NoError(t, os.Link(filepath.Join(e.dl, "linked.bin.part"), filepath.Join(e.dl, "linked.bin")))
+	assert.Equal(t, "linked.bin", name("linked.bin.part", "linked.bin"), "named by a link: the part name goes")
+	e.writePart("held.bin.part", body)
+	e.write("held.bin", "") // the empty placeholder of a file system without hard links
+	assert.Equal(t, "held.bin", name("held.bin.part", "held.bin"), "the part replaces its own placeholder")
 	_, err := e.f.NameLeftover("elsewhere.bin.part", "elsewhere.bin", int64(len(body)), sha(body))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "neither the part nor the name: in another folder")
 	assert.Empty(t, name("other.bin.part", "other.bin"), "same size, other bytes")
@@ -229,6 +245,7 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 		assert.ErrorIs(t, err, errConfined, "%q → %q", bad[0], bad[1])
 	}
 	assert.Equal(t, map[string]string{"ours.bin": body, "named.bin": body, "taken.bin": "a file that came in between",
-		"taken (1).bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
+		"taken (1).bin": body, "moved.bin": "same size: other.", "moved (1).bin": "another download of a moved",
+		"moved (2).bin": body, "gone.bin": "not ours", "linked.bin": body, "held.bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
 		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
