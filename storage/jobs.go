@@ -162,6 +162,10 @@ func (db *DB) Requeue(ctx context.Context, ids []int64) ([]int64, error) {
 			}
 			if n, _ := r.RowsAffected(); n == 1 {
 				moved = append(moved, id)
+				// A download fetched again no longer waits for its old name.
+				if _, err := w.exec(`DELETE FROM naming WHERE job_id = ?`, id); err != nil {
+					return err
+				}
 			}
 		}
 		return nil

@@ -509,4 +509,17 @@ func TestFinishJobs_S2_UnnamedUntilNamed(t *testing.T) {
 	j1, err = db.Job(bg, ids[1])
 	require.NoError(t, err)
 	assert.Equal(t, "disk full", j1.LastError)
+
+	// A job queued again no longer waits for its old name.
+	again := jobIn(t, db, "https://a.example/again", StateActive)
+	fa := fs[0]
+	fa.Attempt.JobID = again
+	_, err = db.FinishJobs(bg, []Finish{fa})
+	require.NoError(t, err)
+	moved, err := db.Requeue(bg, []int64{again})
+	require.NoError(t, err)
+	require.Equal(t, []int64{again}, moved)
+	us, err = db.Unnamed(bg)
+	require.NoError(t, err)
+	assert.Empty(t, us)
 }
