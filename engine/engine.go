@@ -217,10 +217,15 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 			continue
 		}
 		n := Named{JobID: u.JobID}
-		if file != "" && file != u.File {
+		switch {
+		case file == "":
+			n.Err, n.Lost = fmt.Sprintf("after a crash, the finished download was found neither as %s "+
+				"nor under %s or a name after it", u.Part, u.File), true
+			e.log.Error("a download finished before a crash is lost", "job", u.JobID, "err", n.Err)
+		case file != u.File:
 			n.File = file
-		}
-		if file != "" {
+			fallthrough
+		default:
 			e.log.Info("a download finished before a crash has its name", "job", u.JobID, "file", file)
 		}
 		named = append(named, n)
@@ -478,7 +483,8 @@ func (e *Engine) complete(batch []finishing) {
 			continue
 		}
 		done = append(done, Finished{Attempt: e.attemptRecord(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "ok"),
-			Done: Completed{File: f.res.File, Part: f.res.Part, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status}})
+			Done: Completed{File: f.res.File, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status,
+				Part: f.res.Part, Size: f.res.Size, ETag: f.res.ETag, LastModified: f.res.LastModified}})
 		ok = append(ok, f)
 	}
 	if len(ok) == 0 {
@@ -509,9 +515,8 @@ func (e *Engine) complete(batch []finishing) {
 		return
 	}
 	// A job the person paused or cancelled while its file was finishing
-	// keeps its state and its complete part, recorded for a resume (which
-	// the server then completes with a 416); only the others take their
-	// names.
+	// keeps its state and its complete part, recorded for a resume in the
+	// same commit; only the others take their names.
 	rs = rs[:0]
 	picked := make([]string, len(ok))
 	for i := range ok {
@@ -542,7 +547,7 @@ func (e *Engine) complete(batch []finishing) {
 	for i, f := range ok {
 		switch {
 		case errs[i] != nil:
-			e.keepPart(f, errs[i])
+			e.report(f, "canceled", errs[i].Error())
 		case f.res.Done:
 			e.report(f, "ok", "")
 		default:
@@ -550,18 +555,6 @@ func (e *Engine) complete(batch []finishing) {
 		}
 		e.finished()
 	}
-}
-
-// keepPart records the complete part of a job that left the active state
-// while its file was finishing (paused or cancelled), for a resume.
-func (e *Engine) keepPart(f finishing, why error) {
-	r := f.res
-	err := e.store.SaveResume(context.Background(), f.job.ID, Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size,
-		ETag: r.ETag, LastModified: r.LastModified})
-	if err != nil {
-		e.breaks(fmt.Errorf("the database cannot record a paused download's part: %w", err))
-	}
-	e.report(f, "canceled", why.Error())
 }
 
 // failFinish ends an attempt whose complete part could not be made final
@@ -603,7 +596,7 @@ func (e *Engine) stop(err error) error {
 	for e.running.Load() > 0 {
 		<-e.done
 	}
-	if b := e.broken.Load(); b != nil && (err == nil || errors.Is(err, context.Canceled)) {
+	if b := e.broken.Load(); b != nil {
 		err = *b // a failed commit says more than the stop it came with
 	}
 	e.persistHosts()

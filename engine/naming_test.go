@@ -87,7 +87,7 @@ func mustJobs(t *testing.T, db *storage.DB) []storage.Job {
 // fetched twice and none is left that nothing records. A part is named only
 // if it holds the bytes recorded; a name taken meanwhile moves to the next
 // free one, and the job records it; a part in another folder waits for a
-// start in that folder.
+// start in that folder; a download found nowhere fails its job.
 func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(1, 5, 4<<10))
 	base := t.TempDir()
@@ -171,11 +171,19 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	r.runIdle()
 	assert.Equal(t, requests, srv.Requests(), "nothing fetched again")
 	after := r.jobs()
-	for _, j := range after {
+	for i, j := range after {
+		if i == 3 {
+			continue
+		}
 		assert.Equal(t, storage.StateDone, j.State, j.URL)
 		want, _ := srv.Expected(j.URL)
 		assert.Equal(t, want, j.SHA256, j.URL)
 	}
+	lost := after[3]
+	assert.Equal(t, storage.StateFailed, lost.State, "its bytes are nowhere: not done under a name that holds others")
+	assert.Contains(t, lost.LastError, "found neither")
+	assert.Empty(t, lost.Part, "the part name holds another download's bytes")
+	assert.Empty(t, lost.File)
 	moved := after[1]
 	assert.Equal(t, strings.Replace(jobs[1].File, ".", " (1).", 1), moved.File, "the next free name, recorded")
 	assert.Equal(t, moved.SHA256, sha(t, in(moved.File)))

@@ -36,8 +36,9 @@ type Store interface {
 	// FinishJobs records each attempt (S3) and marks each job done with its
 	// final name, in one commit. The result is aligned with done: a job no
 	// longer active gets an error wrapping ErrNotQueued, its attempt
-	// recorded all the same. A job marked done whose Completed has a Part
-	// is listed as unnamed, in the same commit, until Named clears it.
+	// recorded all the same and its complete part recorded for a resume. A
+	// job marked done whose Completed has a Part is listed as unnamed, in
+	// the same commit, until Named clears it.
 	FinishJobs(ctx context.Context, done []Finished) ([]error, error)
 	// Unnamed returns the downloads FinishJobs listed and Named has not
 	// cleared: a crash came between the commit and the renaming.
@@ -162,7 +163,13 @@ type Completed struct {
 	Bytes  int64
 	SHA256 string
 	Status int
-	Part   string // the complete part that is to take the name File
+	// Part is the complete part that is to take the name File; Size,
+	// ETag and LastModified are its resume state, recorded instead if the
+	// job is no longer active (see FinishJobs).
+	Part         string
+	Size         int64
+	ETag         string
+	LastModified string
 }
 
 // Unnamed is a download recorded done whose part may not have its final
@@ -184,6 +191,9 @@ type Named struct {
 	// Err, if set, is why the part got no name: the job fails with this
 	// reason, its part kept for a later resume.
 	Err string
+	// Lost, with Err, says the download was found nowhere: the job fails
+	// and keeps no part (its part name may hold another download's bytes).
+	Lost bool
 }
 
 // Finished is one download complete on disk: its attempt and its file.

@@ -277,7 +277,8 @@ type Finish struct {
 // FinishJobs records each attempt (S3) and marks each job done, in one commit, before it returns
 // (J3). The result is aligned with fs: a job that is not active any more (the person paused or
 // cancelled it while its file was being finished) keeps its state and gets ErrStateConflict,
-// its attempt recorded all the same. The error is the write's, for all of them.
+// its attempt recorded all the same and its complete part (Done.Part) recorded for a resume. The
+// error is the write's, for all of them.
 func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 	errs := make([]error, len(fs))
 	err := db.write(ctx, "mark done", func(w *wtx) error {
@@ -293,6 +294,14 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 			}
 			if n, _ := r.RowsAffected(); n != 1 {
 				errs[i] = whyNot(w, f.Attempt.JobID)
+				if d := f.Done; d.Part != "" && errors.Is(errs[i], ErrStateConflict) {
+					// Paused or cancelled meanwhile: its complete part is kept for a resume.
+					if _, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?,
+						last_modified = ?, updated_at = ? WHERE id = ?`, d.Part, d.Bytes, d.Size, d.ETag,
+						d.LastModified, now, f.Attempt.JobID); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			if f.Done.Part != "" {
@@ -351,6 +360,9 @@ type Named struct {
 	// Err, if set, is why the part got no name: the job (if still done) fails with this reason,
 	// its part kept for a later resume.
 	Err string
+	// Lost, with Err, says the download was found nowhere: the job (if still done) fails with
+	// Err and keeps no part, since its part name may hold another download's bytes.
+	Lost bool
 }
 
 // Named clears downloads listed as unnamed, committed with the next batch (S5): it returns at
@@ -364,6 +376,9 @@ func (db *DB) Named(ns []Named) error {
 		for _, n := range ns {
 			var err error
 			switch {
+			case n.Err != "" && n.Lost:
+				_, err = w.exec(`UPDATE jobs SET state = 'failed', file = '', part = '', last_error = ?,
+					updated_at = ? WHERE id = ? AND state = 'done'`, n.Err, now, n.JobID)
 			case n.Err != "":
 				_, err = w.exec(`UPDATE jobs SET state = 'failed', file = '', last_error = ?, updated_at = ?,
 					part = (SELECT part FROM naming WHERE job_id = ?) WHERE id = ? AND state = 'done'
@@ -421,8 +436,12 @@ type Done struct {
 	SHA256 string // hex (F7)
 	Status int
 	// Part, if set, is the complete part that is yet to take the name File: FinishJobs lists it
-	// as unnamed (see Unnamed) until Named clears it.
-	Part string
+	// as unnamed (see Unnamed) until Named clears it. Size, ETag and LastModified are its resume
+	// state, recorded instead if the job is no longer active.
+	Part         string
+	Size         int64
+	ETag         string
+	LastModified string
 }
 
 // MarkDone records an active job's completed file. The partial name is cleared, since the

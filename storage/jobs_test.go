@@ -471,9 +471,16 @@ func TestFinishJobs_S2_UnnamedUntilNamed(t *testing.T) {
 	fs[3].Done.Part = "" // made final before it was recorded: nothing to list
 	_, err := db.SetJobState(bg, []int64{ids[2]}, StateCancelled)
 	require.NoError(t, err)
+	fs[2].Done.Size, fs[2].Done.ETag = 3, `"v2"`
 	errs, err := db.FinishJobs(bg, fs)
 	require.NoError(t, err)
 	require.ErrorIs(t, errs[2], ErrStateConflict)
+	j2, err := db.Job(bg, ids[2])
+	require.NoError(t, err)
+	assert.Equal(t, StateCancelled, j2.State)
+	assert.Equal(t, "f2.part", j2.Part, "a job cancelled while finishing keeps its complete part, in the same commit")
+	assert.Equal(t, int64(3), j2.Bytes)
+	assert.Equal(t, `"v2"`, j2.ETag)
 
 	// Listed in the commit that marked them done, visible to another connection.
 	raw := rawOpenRO(t, path)
@@ -509,6 +516,21 @@ func TestFinishJobs_S2_UnnamedUntilNamed(t *testing.T) {
 	j1, err = db.Job(bg, ids[1])
 	require.NoError(t, err)
 	assert.Equal(t, "disk full", j1.LastError)
+
+	// Found nowhere: the job fails and keeps no part (its part name may be another download's).
+	lostID := jobIn(t, db, "https://a.example/lost", StateActive)
+	fl := fs[0]
+	fl.Attempt.JobID = lostID
+	_, err = db.FinishJobs(bg, []Finish{fl})
+	require.NoError(t, err)
+	require.NoError(t, db.Named([]Named{{JobID: lostID, Err: "found nowhere", Lost: true}}))
+	require.NoError(t, db.Flush(bg))
+	jl, err := db.Job(bg, lostID)
+	require.NoError(t, err)
+	assert.Equal(t, StateFailed, jl.State)
+	assert.Equal(t, "found nowhere", jl.LastError)
+	assert.Empty(t, jl.Part)
+	assert.Empty(t, jl.File)
 
 	// A job queued again no longer waits for its old name.
 	again := jobIn(t, db, "https://a.example/again", StateActive)

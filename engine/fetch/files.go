@@ -206,12 +206,12 @@ func (f *Fetcher) NameParts(rs []*Result) {
 // name that holds the download. It names the part only if it is a regular
 // file of its own (A10) holding exactly size bytes whose SHA-256 is sum
 // (hex): since the crash, the part name may have been taken by another
-// download. When the part is gone it took its name before the crash: file,
-// or — if file was taken in between — a later candidate holding those
-// bytes. It returns "" and no error when the download is not found under
-// any of these names, and an error wrapping fs.ErrNotExist when neither
-// the part nor file is in the download folder: the download may be in
-// another folder.
+// download. When the part is gone, or is a hard link to one of them, it
+// took its name before the crash: file, or — if file was taken in between —
+// a later candidate holding those bytes. It returns "" and no error when
+// the download is not found under any of these names, and an error
+// wrapping fs.ErrNotExist when neither the part nor file is in the download
+// folder: the download may be in another folder.
 func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
 	if !isPartName(part) || sanitize(file) != file {
 		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
@@ -229,6 +229,15 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 		return "", fmt.Errorf("neither %s nor %s is in %s: %w", part, file, f.root.Name(), fs.ErrNotExist)
 	case errors.Is(perr, fs.ErrNotExist):
 		return f.findNamed(file, size, sum)
+	case perr == nil && pst.Mode().IsRegular() && linkCount(pst) > 1:
+		// Named by a hard link to a later candidate, the part's own name
+		// not yet removed.
+		if c := f.sameAs(pst, file); c != "" {
+			if err := f.root.Remove(part); err != nil {
+				return "", err
+			}
+			return c, nil
+		}
 	}
 	fl, n, err := f.openPart(part)
 	switch {
@@ -247,13 +256,8 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 	if !same {
 		return "", nil
 	}
-	if ferr == nil && fst.Mode().IsRegular() && fst.Size() == 0 && size > 0 {
-		// Where hard links are unsupported an empty file reserves the name
-		// before the part replaces it (see name): the crash came between.
-		if err := f.root.Rename(part, file); err == nil {
-			return file, nil
-		}
-	}
+	// An empty file at file may be the placeholder of a crash inside name,
+	// or anybody's: it is kept either way (F3).
 	return f.name(part, file)
 }
 
@@ -296,6 +300,24 @@ func (f *Fetcher) findNamed(file string, size int64, sum string) (string, error)
 		return true
 	})
 	return found, err
+}
+
+// sameAs returns the first of file's candidates (F3), up to the first free
+// name, that is the file st describes; "" when none is.
+func (f *Fetcher) sameAs(st fs.FileInfo, file string) string {
+	found := ""
+	candidates(file, func(c string) bool {
+		cst, err := f.root.Lstat(c)
+		if err != nil {
+			return false
+		}
+		if os.SameFile(st, cst) {
+			found = c
+			return false
+		}
+		return true
+	})
+	return found
 }
 
 // holds reports whether fl, of n bytes, holds exactly size bytes whose

@@ -199,9 +199,10 @@ func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T)
 // exactly the bytes recorded — and leaves alone a part that is not there, not
 // the recorded bytes (another download's since), or not a file of its own
 // (F1, F3, A10). A part gone since took its name before the crash: it finds
-// that name, the recorded one or a later one. A crash inside the naming of a
-// file system without renameat2 (a link, or an empty placeholder) is
-// finished. When neither the part nor its name is there, it says so.
+// that name, the recorded one or a later one; a part left linked to its name
+// (file systems without renameat2) gives up its part name. An empty file at
+// the name is never replaced. When neither the part nor its name is there,
+// it says so.
 func TestFetch_S2_NameLeftover(t *testing.T) {
 	e := newEnv(t, nil)
 	const body = "the complete body"
@@ -232,9 +233,13 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 	e.writePart("linked.bin.part", body)
 	require.NoError(t, os.Link(filepath.Join(e.dl, "linked.bin.part"), filepath.Join(e.dl, "linked.bin")))
 	assert.Equal(t, "linked.bin", name("linked.bin.part", "linked.bin"), "named by a link: the part name goes")
+	e.writePart("lk.bin.part", body)
+	e.write("lk.bin", "someone else's, same size")
+	require.NoError(t, os.Link(filepath.Join(e.dl, "lk.bin.part"), filepath.Join(e.dl, "lk (1).bin")))
+	assert.Equal(t, "lk (1).bin", name("lk.bin.part", "lk.bin"), "linked to a later name: the part name goes")
 	e.writePart("held.bin.part", body)
-	e.write("held.bin", "") // the empty placeholder of a file system without hard links
-	assert.Equal(t, "held.bin", name("held.bin.part", "held.bin"), "the part replaces its own placeholder")
+	e.write("held.bin", "") // a placeholder left by a crash, or anybody's empty file: kept (F3)
+	assert.Equal(t, "held (1).bin", name("held.bin.part", "held.bin"))
 	_, err := e.f.NameLeftover("elsewhere.bin.part", "elsewhere.bin", int64(len(body)), sha(body))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "neither the part nor the name: in another folder")
 	assert.Empty(t, name("other.bin.part", "other.bin"), "same size, other bytes")
@@ -246,6 +251,7 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"ours.bin": body, "named.bin": body, "taken.bin": "a file that came in between",
 		"taken (1).bin": body, "moved.bin": "same size: other.", "moved (1).bin": "another download of a moved",
-		"moved (2).bin": body, "gone.bin": "not ours", "linked.bin": body, "held.bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
+		"moved (2).bin": body, "gone.bin": "not ours", "linked.bin": body, "lk.bin": "someone else's, same size",
+		"lk (1).bin": body, "held.bin": "", "held (1).bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
 		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
