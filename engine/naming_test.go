@@ -50,16 +50,12 @@ func (n *namingOrder) FinishJobs(ctx context.Context, done []engine.Finished) ([
 func TestEngine_J3_DoneRecordedBeforeThePartIsNamed(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(2, 20, 4<<10))
 	base := t.TempDir()
-	db, err := storage.Open(filepath.Join(base, "heed.db"))
-	require.NoError(t, err)
-	defer db.Close()
 	dir := filepath.Join(base, "dl")
-	store := &namingOrder{Store: storage.EngineStore(db), dir: dir}
-	eng, err := engine.New(context.Background(), store, engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
+	var store *namingOrder
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir, func(s engine.Store) engine.Store {
+		store = &namingOrder{Store: s, dir: dir}
+		return store
+	}, srv.URLs())
 	require.NoError(t, eng.RunUntilIdle(context.Background()))
 
 	assert.Equal(t, 40, store.recorded)
@@ -68,10 +64,40 @@ func TestEngine_J3_DoneRecordedBeforeThePartIsNamed(t *testing.T) {
 	us, err := db.Unnamed(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, us, "each cleared once named")
+	assertServedOnce(t, srv, db, dir)
+}
+
+// engineOver opens the database at dbPath and an engine over it, whose
+// store is the database's own passed through wrap, with urls queued. Both
+// are closed when the test ends.
+func engineOver(t *testing.T, dbPath, dir string, wrap func(engine.Store) engine.Store, urls []string) (*storage.DB, *engine.Engine) {
+	t.Helper()
+	db, err := storage.Open(dbPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	eng, err := engine.New(context.Background(), wrap(storage.EngineStore(db)),
+		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	require.NoError(t, err)
+	t.Cleanup(func() { eng.Close() })
+	_, err = eng.Add(context.Background(), strings.Join(urls, "\n"))
+	require.NoError(t, err)
+	return db, eng
+}
+
+// assertServedOnce checks that every job of db is done with the bytes srv
+// serves, under the name its URL gives, and that dir holds those files and
+// nothing else: no "name (1)", no part left.
+func assertServedOnce(t *testing.T, srv *demo.Server, db *storage.DB, dir string) {
+	t.Helper()
+	names := map[string]bool{}
 	for _, j := range mustJobs(t, db) {
 		want, _ := srv.Expected(j.URL)
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, path.Base(j.URL), j.File, j.URL)
 		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
+		names[j.File] = true
 	}
+	assert.Equal(t, names, dirNames(t, dir), "each file once, no part left")
 }
 
 func mustJobs(t *testing.T, db *storage.DB) []storage.Job {
@@ -234,15 +260,10 @@ func TestEngine_RELIABILITY35_StartsNotRecordedStopTheRun(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(2, 20, 1<<10))
 	base := t.TempDir()
 	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
-	db, err := storage.Open(dbPath)
-	require.NoError(t, err)
-	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), starts: true},
-		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
+	db, eng := engineOver(t, dbPath, dir, func(s engine.Store) engine.Store { return fullDisk{Store: s, starts: true} },
+		srv.URLs())
 
-	err = eng.RunUntilIdle(context.Background())
+	err := eng.RunUntilIdle(context.Background())
 	require.ErrorIs(t, err, errFull)
 	assert.Contains(t, err.Error(), "cannot record that downloads start")
 	assert.Zero(t, srv.Requests(), "no request without its start on disk")
@@ -256,11 +277,7 @@ func TestEngine_RELIABILITY35_StartsNotRecordedStopTheRun(t *testing.T) {
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})
 	r.runIdle()
-	for _, j := range r.jobs() {
-		want, _ := srv.Expected(j.URL)
-		assert.Equal(t, storage.StateDone, j.State, j.URL)
-		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
-	}
+	assertServedOnce(t, srv, r.db, dir)
 }
 
 // RELIABILITY 35, J3: when the database cannot record finished downloads,
@@ -271,15 +288,10 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(2, 500, 1<<10))
 	base := t.TempDir()
 	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
-	db, err := storage.Open(dbPath)
-	require.NoError(t, err)
-	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), finishes: true},
-		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
+	db, eng := engineOver(t, dbPath, dir, func(s engine.Store) engine.Store { return fullDisk{Store: s, finishes: true} },
+		srv.URLs())
 
-	err = eng.RunUntilIdle(context.Background())
+	err := eng.RunUntilIdle(context.Background())
 	require.ErrorIs(t, err, errFull)
 	assert.Contains(t, err.Error(), "cannot record finished downloads")
 	// The first finishes are recorded together a moment after they land
@@ -299,15 +311,7 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})
 	r.runIdle()
-	names := map[string]bool{}
-	for _, j := range r.jobs() {
-		want, _ := srv.Expected(j.URL)
-		assert.Equal(t, storage.StateDone, j.State, j.URL)
-		assert.Equal(t, want, sha(t, filepath.Join(dir, j.File)), j.URL)
-		assert.Equal(t, path.Base(j.URL), j.File, "its own name, not a \"(1)\" beside a part left behind")
-		names[j.File] = true
-	}
-	assert.Equal(t, names, dirNames(t, dir), "each file once, no part left")
+	assertServedOnce(t, srv, r.db, dir)
 }
 
 // RELIABILITY 35, J3: a retry the database cannot record (its disk is
@@ -317,17 +321,10 @@ func TestEngine_RELIABILITY35_RetryNotRecordedStopsTheRun(t *testing.T) {
 	srv := startDemo(t, demo.Config{Files: 20, FileSize: 1 << 10, Seed: 3, Fast: true,
 		Hosts: []demo.HostSpec{{Name: "flaky", Behavior: demo.Flaky, FailFraction: 1}}})
 	base := t.TempDir()
-	db, err := storage.Open(filepath.Join(base, "heed.db"))
-	require.NoError(t, err)
-	defer db.Close()
-	eng, err := engine.New(context.Background(), fullDisk{Store: storage.EngineStore(db), requeues: true},
-		engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
+		func(s engine.Store) engine.Store { return fullDisk{Store: s, requeues: true} }, srv.URLs())
 
-	err = eng.RunUntilIdle(context.Background())
+	err := eng.RunUntilIdle(context.Background())
 	require.ErrorIs(t, err, errFull)
 	assert.Contains(t, err.Error(), "cannot record how a download ended")
 	assert.Less(t, srv.Requests(), int64(20), "no new request once an outcome could not be recorded")
@@ -358,15 +355,9 @@ func (p pausedWhileFinishing) FinishJobs(ctx context.Context, done []engine.Fini
 func TestEngine_J3_PausedWhileFinishingKeepsItsPartForTheResume(t *testing.T) {
 	srv := startDemo(t, demo.Config{Files: 4, FileSize: 2 << 10, Seed: 4, Hosts: []demo.HostSpec{{Name: "ok"}}})
 	base := t.TempDir()
-	db, err := storage.Open(filepath.Join(base, "heed.db"))
-	require.NoError(t, err)
-	defer db.Close()
 	dir := filepath.Join(base, "dl")
-	eng, err := engine.New(context.Background(), pausedWhileFinishing{storage.EngineStore(db)},
-		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir,
+		func(s engine.Store) engine.Store { return pausedWhileFinishing{s} }, srv.URLs())
 	require.NoError(t, eng.RunUntilIdle(context.Background()))
 	require.NoError(t, eng.Close())
 
@@ -382,20 +373,13 @@ func TestEngine_J3_PausedWhileFinishingKeepsItsPartForTheResume(t *testing.T) {
 	}
 	first := len(srv.Log())
 
-	eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	eng, err := engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
 	require.NoError(t, err)
 	defer eng.Close()
 	_, err = eng.Resume(context.Background(), ids)
 	require.NoError(t, err)
 	require.NoError(t, eng.RunUntilIdle(context.Background()))
-	want := map[string]bool{}
-	for _, j := range mustJobs(t, db) {
-		require.Equal(t, storage.StateDone, j.State, j.URL)
-		sum, _ := srv.Expected(j.URL)
-		assert.Equal(t, sum, sha(t, filepath.Join(dir, j.File)), j.URL)
-		want[j.File] = true
-	}
-	assert.Equal(t, want, dirNames(t, dir), "each file once, under its own name, no part left")
+	assertServedOnce(t, srv, db, dir)
 	// The log gets a request when its handler returns, which can be just
 	// after Heed read the answer.
 	require.Eventually(t, func() bool { return len(srv.Log()) == first+4 }, 10*time.Second, 5*time.Millisecond)

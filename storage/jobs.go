@@ -296,9 +296,8 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 				errs[i] = whyNot(w, f.Attempt.JobID)
 				if d := f.Done; d.Part != "" && errors.Is(errs[i], ErrStateConflict) {
 					// Paused or cancelled meanwhile: its complete part is kept for a resume.
-					if _, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?,
-						last_modified = ?, updated_at = ? WHERE id = ?`, d.Part, d.Bytes, d.Size, d.ETag,
-						d.LastModified, now, f.Attempt.JobID); err != nil {
+					p := Progress{Part: d.Part, Bytes: d.Bytes, Size: d.Size, ETag: d.ETag, LastModified: d.LastModified}
+					if err := saveProgress(db, f.Attempt.JobID, p)(w); err != nil {
 						return err
 					}
 				}

@@ -246,7 +246,10 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 	case err != nil:
 		return "", err
 	}
-	same, err := holds(fl, n, size, sum)
+	same := n == size
+	if same {
+		same, err = sumIs(fl, sum)
+	}
 	if cerr := fl.Close(); err == nil {
 		err = cerr
 	}
@@ -263,14 +266,47 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 
 // findNamed returns the name, file or a candidate after it (F3), under
 // which a part took its name: the first one, in order, holding exactly
-// size bytes whose SHA-256 is sum. The search ends at the first free name,
-// since a part takes the first free candidate. It returns "" when none
-// holds them.
-func (f *Fetcher) findNamed(file string, size int64, sum string) (string, error) {
-	var (
-		found string
-		err   error
-	)
+// size bytes whose SHA-256 is sum. It returns "" when none holds them.
+func (f *Fetcher) findNamed(file string, size int64, sum string) (found string, err error) {
+	err = f.eachTaken(file, func(c string, st fs.FileInfo) (bool, error) {
+		if !st.Mode().IsRegular() || st.Size() != size {
+			return true, nil
+		}
+		fl, err := f.root.Open(c)
+		if err != nil {
+			return false, err
+		}
+		defer fl.Close()
+		same, err := sumIs(fl, sum)
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", c, err)
+		}
+		if same {
+			found = c
+		}
+		return !same, nil
+	})
+	return found, err
+}
+
+// sameAs returns the first of file's candidates (F3) that is the file st
+// describes; "" when none is.
+func (f *Fetcher) sameAs(st fs.FileInfo, file string) (found string) {
+	f.eachTaken(file, func(c string, cst fs.FileInfo) (bool, error) {
+		if os.SameFile(st, cst) {
+			found = c
+		}
+		return found == "", nil
+	})
+	return found
+}
+
+// eachTaken calls fn with file and each candidate after it (F3) that
+// exists, in order, while fn says to go on: up to the first free name,
+// since a part takes the first free candidate. It returns fn's error, or
+// the first that is not a free name.
+func (f *Fetcher) eachTaken(file string, fn func(c string, st fs.FileInfo) (more bool, err error)) error {
+	var err error
 	candidates(file, func(c string) bool {
 		st, lerr := f.root.Lstat(c)
 		if lerr != nil {
@@ -279,53 +315,15 @@ func (f *Fetcher) findNamed(file string, size int64, sum string) (string, error)
 			}
 			return false
 		}
-		if !st.Mode().IsRegular() || st.Size() != size {
-			return true
-		}
-		fl, oerr := f.root.Open(c)
-		if oerr != nil {
-			err = oerr
-			return false
-		}
-		same, herr := holds(fl, st.Size(), size, sum)
-		fl.Close()
-		if herr != nil {
-			err = fmt.Errorf("read %s: %w", c, herr)
-			return false
-		}
-		if same {
-			found = c
-			return false
-		}
-		return true
+		more, ferr := fn(c, st)
+		err = ferr
+		return more && ferr == nil
 	})
-	return found, err
+	return err
 }
 
-// sameAs returns the first of file's candidates (F3), up to the first free
-// name, that is the file st describes; "" when none is.
-func (f *Fetcher) sameAs(st fs.FileInfo, file string) string {
-	found := ""
-	candidates(file, func(c string) bool {
-		cst, err := f.root.Lstat(c)
-		if err != nil {
-			return false
-		}
-		if os.SameFile(st, cst) {
-			found = c
-			return false
-		}
-		return true
-	})
-	return found
-}
-
-// holds reports whether fl, of n bytes, holds exactly size bytes whose
-// SHA-256 is sum (hex).
-func holds(fl *os.File, n, size int64, sum string) (bool, error) {
-	if n != size {
-		return false, nil
-	}
+// sumIs reports whether the SHA-256 of what fl holds is sum (hex).
+func sumIs(fl *os.File, sum string) (bool, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, fl); err != nil {
 		return false, err
@@ -383,9 +381,9 @@ func syncAll(dir *os.File, files []*os.File) []error {
 }
 
 // name gives the synced, closed part its final name (F3, F4), first, or a
-// candidate after it, and returns it. The final name is taken exclusively: Root.Link fails if the name
-// exists (even as a dangling symlink), in which case the next candidate is
-// tried. Where hard links are unsupported, an O_EXCL placeholder reserves the
+// candidate after it, and returns it. The final name is taken exclusively:
+// Root.Link fails if the name exists (even as a dangling symlink), in which
+// case the next candidate is tried. Where hard links are unsupported, an O_EXCL placeholder reserves the
 // name and Rename replaces that placeholder with the part.
 func (f *Fetcher) name(part, first string) (string, error) {
 	var (
