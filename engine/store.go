@@ -43,6 +43,9 @@ type Store interface {
 	// Unnamed returns the downloads FinishJobs listed and Named has not
 	// cleared: a crash came between the commit and the renaming.
 	Unnamed(ctx context.Context) ([]Unnamed, error)
+	// Recovered returns the jobs a crash left active, queued again when the
+	// database was opened (S2).
+	Recovered() []int64
 	// Named clears downloads listed as unnamed once their parts have their
 	// names (or could not get them); it may be batched like RecordAttempt.
 	Named(ns []Named) error

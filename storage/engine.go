@@ -127,6 +127,8 @@ func (s engineStore) CountsByHost(ctx context.Context) (map[string]map[engine.Jo
 	return out, nil
 }
 
+func (s engineStore) Recovered() []int64 { return s.db.RecoveredJobs() }
+
 func (s engineStore) Setting(ctx context.Context, key string) (string, error) {
 	v, err := s.db.GetSetting(ctx, key)
 	if errors.Is(err, ErrNotFound) {

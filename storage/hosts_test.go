@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -194,4 +195,44 @@ func TestClose_S5_FlushesAndRefusesLaterWrites(t *testing.T) {
 	hist, err := db.HistoryPage(bg, HistoryFilter{})
 	require.NoError(t, err)
 	assert.Len(t, hist, 100)
+}
+
+// S2: every database has an identity of its own (Heed marks the part files it
+// creates with it), random, and kept across opens; a database from before
+// identities gets one when it is migrated.
+func TestOpen_S2_IdentityRandomPerDatabaseAndKept(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "a.db")
+	b := filepath.Join(t.TempDir(), "b.db")
+	ids := map[string]string{}
+	for _, path := range []string{a, b} {
+		db, err := Open(path)
+		require.NoError(t, err)
+		id, err := db.GetSetting(bg, "identity")
+		require.NoError(t, err)
+		assert.Regexp(t, `^[0-9a-f]{32}$`, id)
+		require.NoError(t, db.Close())
+		ids[path] = id
+	}
+	assert.NotEqual(t, ids[a], ids[b], "two databases, two identities")
+
+	db, err := Open(a)
+	require.NoError(t, err)
+	id, err := db.GetSetting(bg, "identity")
+	require.NoError(t, err)
+	assert.Equal(t, ids[a], id, "reopened, the same identity")
+	require.NoError(t, db.Close())
+
+	// A database at schema 4 (before identities): migrated, it gets one.
+	old := filepath.Join(t.TempDir(), "old.db")
+	raw, err := sql.Open("sqlite3", old)
+	require.NoError(t, err)
+	require.NoError(t, migrate(bg, raw, migrations[:4]))
+	require.NoError(t, raw.Close())
+	db, err = Open(old)
+	require.NoError(t, err)
+	defer db.Close()
+	id, err = db.GetSetting(bg, "identity")
+	require.NoError(t, err)
+	assert.Regexp(t, `^[0-9a-f]{32}$`, id)
+	assert.NotContains(t, []string{ids[a], ids[b]}, id)
 }

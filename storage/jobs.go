@@ -653,7 +653,7 @@ const (
 		UNION ALL SELECT '', count(*) FROM jobs`
 	qCountsByHost = `SELECT host, state, count(*) FROM jobs WHERE state <> 'done' GROUP BY state, host
 		UNION ALL SELECT host, '', count(*) FROM jobs GROUP BY host`
-	qRecover = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done'`
+	qRecover = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done' RETURNING id`
 )
 
 // DueJob is a queued job as the scheduler needs it.

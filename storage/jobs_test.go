@@ -261,6 +261,7 @@ func TestOpen_S2_RecoversActiveJobsOnly(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	assert.Equal(t, int64(2), db.Recovered())
+	assert.Equal(t, []int64{ids[StateActive], second}, db.RecoveredJobs(), "the ids of the jobs a crash interrupted")
 	for _, s := range States {
 		j, err := db.Job(bg, ids[s])
 		require.NoError(t, err)

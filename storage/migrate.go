@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,11 +109,21 @@ func migrateTo(ctx context.Context, db *sql.DB, ms []migration, target int) erro
 }
 
 // recoverActive queues again every job a crash left active, keeping its partial file, bytes and
-// validators for resume (S2). Nothing else moves.
-func recoverActive(ctx context.Context, db *sql.DB, now time.Time) (int64, error) {
-	res, err := db.ExecContext(ctx, qRecover, nanos(now))
+// validators for resume (S2), and returns their ids. Nothing else moves.
+func recoverActive(ctx context.Context, db *sql.DB, now time.Time) ([]int64, error) {
+	rows, err := db.QueryContext(ctx, qRecover, nanos(now))
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return res.RowsAffected()
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, rows.Err()
 }

@@ -1,0 +1,8 @@
+-- Heed schema version 5.
+--
+-- Every database gets an identity of its own: 128 random bits, in hex. Heed marks each part file it
+-- creates with this identity and the job's id, so that after a crash it can tell a part it created
+-- but had not yet recorded (a download cut off in its first moments, or one whose last bytes had
+-- arrived but were not yet recorded done) from anybody else's file, remove it, and fetch that
+-- download again under its own name rather than beside it as "name (1)" (S2).
+INSERT OR IGNORE INTO settings (key, value) VALUES ('identity', lower(hex(randomblob(16))));
