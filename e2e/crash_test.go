@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,6 +15,7 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // slowFiles are two small files and three large ones (large enough for
@@ -212,4 +216,89 @@ func TestGet_Kill9SmallFileKeepsItsName(t *testing.T) {
 	js := jobs(t, db)
 	require.Len(t, js, 1)
 	assert.Equal(t, "mid.bin", js[0].File)
+}
+
+// RELIABILITY F32, S2: heed get killed with SIGKILL while small downloads
+// are in flight or finishing — their parts not yet recorded, as a body that
+// lands at once needs no record — and then run again: the parts the kill
+// left are removed and every file is saved once, under its own name, with
+// no "name (1)" and no part left.
+func TestGet_Kill9ManySmallFilesKeepTheirNames(t *testing.T) {
+	files := map[string][]byte{}
+	for i := range 2000 {
+		files[fmt.Sprintf("/f%04d.bin", i)] = content(uint64(100+i), 1024)
+	}
+	srv := newFileServer(t, files, 512, 4*time.Millisecond)
+	var urls []string
+	for p := range files {
+		urls = append(urls, srv.URL+p)
+	}
+	tmp := t.TempDir()
+	db, dir, list := filepath.Join(tmp, "heed.db"), filepath.Join(tmp, "dl"), filepath.Join(tmp, "urls.txt")
+	require.NoError(t, os.WriteFile(list, []byte(strings.Join(urls, "\n")), 0o644))
+	args := []string{"get", "-q", "--db", db, "--dir", dir, "--rate", "600000", "--burst", "10000",
+		"--max-inflight", "16", "--workers", "16", "--jitter", "0-0", "-i", list}
+
+	first := start(t, args...)
+	waitFor(t, "300 files done", 30*time.Second, func() bool { return doneJobs(t, db) >= 300 })
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	first.wait(t)
+	parts := 0
+	for name := range listDir(t, dir) {
+		if strings.HasSuffix(name, ".part") {
+			parts++
+		}
+	}
+	recorded := recordedParts(t, db)
+	require.Greater(t, parts, recorded, "the kill left parts the database does not record")
+	t.Logf("the kill left %d parts, %d of them recorded", parts, recorded)
+
+	res := heed(t, args...)
+	require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
+	if !xattrsIn(t, dir) {
+		// No marks here: the parts stay, each download is saved beside its
+		// part (README, promise 3). Every job is done all the same.
+		for _, j := range jobs(t, db) {
+			assert.Equal(t, "done", j.State, j.URL)
+		}
+		return
+	}
+	var extra []string
+	for name := range listDir(t, dir) {
+		if _, ok := files["/"+name]; !ok {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	require.Empty(t, extra, "no copy, no part left")
+	assertExact(t, dir, files)
+}
+
+// doneJobs counts the jobs the database at path records done, read while
+// Heed runs.
+func doneJobs(t *testing.T, path string) int {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	require.NoError(t, err)
+	defer raw.Close()
+	var n int
+	if err := raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'done'`).Scan(&n); err != nil {
+		return 0 // not created yet
+	}
+	return n
+}
+
+// xattrsIn reports whether dir's file system keeps user extended
+// attributes, with which Heed marks its parts.
+func xattrsIn(t *testing.T, dir string) bool {
+	t.Helper()
+	probe := filepath.Join(dir, ".probe")
+	require.NoError(t, os.WriteFile(probe, nil, 0o644))
+	defer os.Remove(probe)
+	err := unix.Setxattr(probe, "user.heed.job", []byte("x"), 0)
+	if errors.Is(err, unix.ENOTSUP) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
 }

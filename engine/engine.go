@@ -159,6 +159,11 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	})
 	fc := opt.Fetch
 	fc.Dir, fc.Version, fc.UserAgent = opt.Dir, opt.Version, opt.UserAgent
+	owner, err := store.Setting(ctx, identityKey)
+	if err != nil {
+		return nil, fmt.Errorf("loading the database's identity: %w", err)
+	}
+	fc.Owner = owner
 	fc.MaxSize, fc.AllowDowngrade, fc.Bandwidth = opt.MaxSize, opt.AllowDowngrade, e.bw
 	f, err := fetch.New(fc)
 	if err != nil {
@@ -166,6 +171,10 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	}
 	e.fetch = f
 	if err := e.nameLeftovers(ctx); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := e.removeOrphans(ctx); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -232,6 +241,67 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 	}
 	if err := e.store.Named(named); err != nil {
 		return fmt.Errorf("recording final names: %w", err)
+	}
+	return nil
+}
+
+// identityKey is the setting that holds the database's identity, with which
+// Heed marks the part files it creates (see removeOrphans).
+const identityKey = "identity"
+
+// removeOrphans removes the parts that the jobs a crash interrupted left
+// behind unrecorded, so that their downloads, fetched again, take their own
+// names rather than "name (1)" beside a part nothing will ever use (S2). A
+// part is recorded a moment after its body starts, and a finished one with
+// its done commit: a crash before that leaves a part whose bytes Heed cannot
+// resume (it knows neither their number nor the validators they came with).
+// Only parts marked as created for one of those jobs, by this database, are
+// removed; a part recorded for its job is kept for the resume, and any
+// other file is left alone.
+func (e *Engine) removeOrphans(ctx context.Context) error {
+	recovered := e.store.Recovered()
+	if len(recovered) == 0 {
+		return nil
+	}
+	owned, err := e.fetch.OwnedParts()
+	if err != nil {
+		return fmt.Errorf("looking for partial files a crash left: %w", err)
+	}
+	if len(owned) == 0 {
+		return nil
+	}
+	interrupted := make(map[int64]bool, len(recovered))
+	for _, id := range recovered {
+		interrupted[id] = true
+	}
+	kept := map[string]bool{} // parts recorded, for a resume or a name
+	us, err := e.store.Unnamed(ctx)
+	if err != nil {
+		return fmt.Errorf("loading unnamed downloads: %w", err)
+	}
+	for _, u := range us {
+		kept[u.Part] = true
+	}
+	removed := 0
+	for part, id := range owned {
+		if !interrupted[id] || kept[part] {
+			continue
+		}
+		job, err := e.store.Job(ctx, id)
+		if err != nil {
+			return fmt.Errorf("loading job %d: %w", id, err)
+		}
+		if job.Resume.Part == part {
+			continue
+		}
+		if err := e.fetch.RemovePart(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.log.Error("removing a partial file a crash left unrecorded", "job", id, "part", part, "err", err)
+			continue
+		}
+		removed++
+	}
+	if removed > 0 {
+		e.log.Info("removed partial files a crash left unrecorded; their downloads start over", "files", removed)
 	}
 	return nil
 }
@@ -659,7 +729,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 	}()
 
 	req := fetch.Request{URL: userURL, UserURL: userURL, Part: job.Resume.Part, ETag: job.Resume.ETag,
-		LastModified: job.Resume.LastModified, Size: job.Resume.Size}
+		LastModified: job.Resume.LastModified, Size: job.Resume.Size, Job: job.ID}
 	if req.Part == "" {
 		req.Size = -1
 	}

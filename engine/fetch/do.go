@@ -242,7 +242,7 @@ func (a *attempt) full(resp *http.Response) {
 		if user == nil && a.req.Hop == 0 {
 			user = a.req.URL
 		}
-		file, part, err := a.f.createPart(responseName(resp.Header, user))
+		file, part, err := a.f.createPart(responseName(resp.Header, user), a.req.Job)
 		if err != nil {
 			a.fail(Disk, false, fmt.Errorf("create part file: %w", err))
 			return

@@ -76,6 +76,10 @@ const MaxHops = 10
 //     Its owner may change its limit and burst at any time; the burst must
 //     stay ≥ 1 while the limit is finite. Time spent waiting for it does not
 //     count towards the idle timeout.
+//   - Owner, when set, names whoever keeps the records of these downloads
+//     (Heed's database): each part file created for a Request with a Job is
+//     marked with Owner and that job (see OwnedParts). Where the file system
+//     cannot hold the mark, parts are created unmarked.
 type Config struct {
 	Dir            string
 	Version        string
@@ -91,6 +95,7 @@ type Config struct {
 	Transport http.RoundTripper
 	FreeSpace func() (int64, error)
 	Bandwidth *rate.Limiter
+	Owner     string
 }
 
 // Default N1 timeouts.
@@ -111,6 +116,9 @@ const (
 // returned in its Result (Part "" and Size -1 when there is none). Hop counts
 // the redirects followed so far.
 //
+// Job is the id of the job the attempt is for, marked on a part file it
+// creates (see Config.Owner); 0 marks nothing.
+//
 // Started, when not nil, is called once per Do, when the part file is open
 // and the response's validators are known, just before the body is copied.
 // Its Result carries Part, Bytes (already on disk), Size, ETag and
@@ -130,6 +138,7 @@ type Request struct {
 	LastModified string
 	Size         int64
 	Hop          int
+	Job          int64
 	Started      func(Result)
 	Defer        bool
 }
@@ -227,6 +236,7 @@ type Fetcher struct {
 	idle      time.Duration
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
+	owner     string
 }
 
 // New opens Config.Dir and builds a Fetcher.
@@ -259,6 +269,7 @@ func New(cfg Config) (*Fetcher, error) {
 		idle:      orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
 		freeSpace: cfg.FreeSpace,
 		bw:        cfg.Bandwidth,
+		owner:     cfg.Owner,
 	}
 	if f.ua == "" {
 		v := cfg.Version

@@ -62,8 +62,9 @@ func splitExt(name string) (stem, ext string) {
 
 // createPart creates a new, empty part file for name with O_EXCL, trying
 // "name.part", then "stem (1).ext.part" … . O_EXCL never follows a symlink, so
-// a link planted at any of these names is skipped, not written through.
-func (f *Fetcher) createPart(name string) (*os.File, string, error) {
+// a link planted at any of these names is skipped, not written through. The
+// part is marked as job's (see OwnedParts).
+func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 	var (
 		file    *os.File
 		partErr error
@@ -83,6 +84,9 @@ func (f *Fetcher) createPart(name string) (*os.File, string, error) {
 		return false
 	})
 	if file != nil {
+		if f.owner != "" && job > 0 {
+			markPart(file, partMark(f.owner, job))
+		}
 		return file, chosen, nil
 	}
 	if partErr == nil {
@@ -329,6 +333,47 @@ func sumIs(fl *os.File, sum string) (bool, error) {
 		return false, err
 	}
 	return hex.EncodeToString(h.Sum(nil)) == sum, nil
+}
+
+// partMark is what marks a part as job's, for owner.
+func partMark(owner string, job int64) string { return owner + "/" + strconv.FormatInt(job, 10) }
+
+// OwnedParts returns the part files in the download folder that were
+// created for Config.Owner, each with the job it was created for. Only
+// regular files with a part name are looked at, and none is followed
+// through a symlink (A10). Where the system keeps no marks, it finds none.
+func (f *Fetcher) OwnedParts() (map[string]int64, error) {
+	if f.owner == "" {
+		return nil, nil
+	}
+	d, err := f.root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	owned := map[string]int64{}
+	for {
+		es, err := d.ReadDir(1024)
+		for _, e := range es {
+			if !e.Type().IsRegular() || !isPartName(e.Name()) {
+				continue
+			}
+			mark, ok := readMark(f.dir, e.Name())
+			owner, job, found := strings.Cut(mark, "/")
+			if !ok || !found || owner != f.owner {
+				continue
+			}
+			if id, err := strconv.ParseInt(job, 10, 64); err == nil && id > 0 {
+				owned[e.Name()] = id
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return owned, nil
+		}
+		if err != nil {
+			return owned, err
+		}
+	}
 }
 
 // RemovePart removes a part that nothing records, so that the next

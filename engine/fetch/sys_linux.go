@@ -62,3 +62,33 @@ func syncFS(dir *os.File) error { return unix.Syncfs(int(dir.Fd())) }
 func startWriteback(f *os.File, off, n int64) {
 	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
 }
+
+// markAttr is the extended attribute that marks a part as a job's.
+const markAttr = "user.heed.job"
+
+// markPart marks f with mark, if the file system keeps extended
+// attributes; a part it cannot mark stays unmarked.
+func markPart(f *os.File, mark string) {
+	_ = unix.Fsetxattr(int(f.Fd()), markAttr, []byte(mark), 0)
+}
+
+// readMark returns the mark of part name in dir, and whether it has one.
+// The part is opened without following a symlink and without blocking (a
+// FIFO put in its place is not waited for), and only a regular file counts.
+func readMark(dir *os.File, name string) (string, bool) {
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", false
+	}
+	buf := make([]byte, 128)
+	n, err := unix.Fgetxattr(fd, markAttr, buf)
+	if err != nil {
+		return "", false
+	}
+	return string(buf[:n]), true
+}
