@@ -210,9 +210,10 @@ func (f *Fetcher) NameParts(rs []*Result) {
 // name that holds the download. It names the part only if it is a regular
 // file of its own (A10) holding exactly size bytes whose SHA-256 is sum
 // (hex): since the crash, the part name may have been taken by another
-// download. When the part is gone, or is a hard link to one of them, it
-// took its name before the crash: file, or — if file was taken in between —
-// a later candidate holding those bytes. It returns "" and no error when
+// download. When the part is gone, is a hard link to one of them, or holds
+// other bytes (another download took the part name since), it took its name
+// before the crash: file, or — if file was taken in between — a later
+// candidate holding those bytes. It returns "" and no error when
 // the download is not found under any of these names, and an error
 // wrapping fs.ErrNotExist when neither the part nor file is in the download
 // folder: the download may be in another folder.
@@ -246,7 +247,9 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 	fl, n, err := f.openPart(part)
 	switch {
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, errConfined):
-		return "", nil
+		// Not a part of its own: the download took its name before the
+		// crash, and something else took the part name since.
+		return f.findNamed(file, size, sum)
 	case err != nil:
 		return "", err
 	}
@@ -261,7 +264,9 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 		return "", fmt.Errorf("read %s: %w", part, err)
 	}
 	if !same {
-		return "", nil
+		// Another download's part: this one took its name before the
+		// crash, and the other its part name since.
+		return f.findNamed(file, size, sum)
 	}
 	// An empty file at file may be the placeholder of a crash inside name,
 	// or anybody's: it is kept either way (F3).

@@ -243,6 +243,10 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 	_, err := e.f.NameLeftover("elsewhere.bin.part", "elsewhere.bin", int64(len(body)), sha(body))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "neither the part nor the name: in another folder")
 	assert.Empty(t, name("other.bin.part", "other.bin"), "same size, other bytes")
+	e.writePart("reused.bin.part", "another download's start")
+	e.write("reused.bin", body)
+	assert.Equal(t, "reused.bin", name("reused.bin.part", "reused.bin"),
+		"named before the crash, its part name taken since by another download")
 	assert.Empty(t, name("short.bin.part", "short.bin"), "other size")
 	assert.Empty(t, name("link.bin.part", "link.bin"), "a symlink is not a part")
 	for _, bad := range [][2]string{{"../x.part", "x"}, {"ours.bin", "y"}, {"z.part", "../z"}, {"z.part", "a/z"}} {
@@ -253,5 +257,6 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 		"taken (1).bin": body, "moved.bin": "same size: other.", "moved (1).bin": "another download of a moved",
 		"moved (2).bin": body, "gone.bin": "not ours", "linked.bin": body, "lk.bin": "someone else's, same size",
 		"lk (1).bin": body, "held.bin": "", "held (1).bin": body, "other.bin.part": "another download's bytes", "short.bin.part": body[:5],
+		"reused.bin": body, "reused.bin.part": "another download's start",
 		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
