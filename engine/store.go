@@ -43,9 +43,11 @@ type Store interface {
 	// Unnamed returns the downloads FinishJobs listed and Named has not
 	// cleared: a crash came between the commit and the renaming.
 	Unnamed(ctx context.Context) ([]Unnamed, error)
-	// Recovered returns the jobs a crash left active, queued again when the
-	// database was opened (S2).
-	Recovered() []int64
+	// Interrupted returns the jobs a crash left active, queued again when
+	// the database was opened after it (S2), until ClearInterrupted clears
+	// them.
+	Interrupted(ctx context.Context) ([]int64, error)
+	ClearInterrupted(ctx context.Context, ids []int64) error
 	// Named clears downloads listed as unnamed once their parts have their
 	// names (or could not get them); it may be batched like RecordAttempt.
 	Named(ns []Named) error

@@ -127,7 +127,11 @@ func (s engineStore) CountsByHost(ctx context.Context) (map[string]map[engine.Jo
 	return out, nil
 }
 
-func (s engineStore) Recovered() []int64 { return s.db.RecoveredJobs() }
+func (s engineStore) Interrupted(ctx context.Context) ([]int64, error) { return s.db.Interrupted(ctx) }
+
+func (s engineStore) ClearInterrupted(ctx context.Context, ids []int64) error {
+	return s.db.ClearInterrupted(ctx, ids)
+}
 
 func (s engineStore) Setting(ctx context.Context, key string) (string, error) {
 	v, err := s.db.GetSetting(ctx, key)

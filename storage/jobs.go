@@ -350,6 +350,40 @@ func (db *DB) Unnamed(ctx context.Context) ([]Unnamed, error) {
 	return us, nil
 }
 
+// Interrupted returns the jobs that Open found active after a crash and queued again, by id, until
+// ClearInterrupted clears them: the download run that starts next looks for the parts they left.
+func (db *DB) Interrupted(ctx context.Context) ([]int64, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT job_id FROM interrupted ORDER BY job_id`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
+	}
+	return ids, nil
+}
+
+// ClearInterrupted takes ids off the list Interrupted returns, and returns after the commit.
+func (db *DB) ClearInterrupted(ctx context.Context, ids []int64) error {
+	return db.write(ctx, "clear interrupted", func(w *wtx) error {
+		for _, id := range ids {
+			if _, err := w.exec(`DELETE FROM interrupted WHERE job_id = ?`, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Named says how a download listed as unnamed got its final name.
 type Named struct {
 	JobID int64
@@ -653,7 +687,8 @@ const (
 		UNION ALL SELECT '', count(*) FROM jobs`
 	qCountsByHost = `SELECT host, state, count(*) FROM jobs WHERE state <> 'done' GROUP BY state, host
 		UNION ALL SELECT host, '', count(*) FROM jobs GROUP BY host`
-	qRecover = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done' RETURNING id`
+	qRecover   = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done'`
+	qInterrupt = `INSERT OR IGNORE INTO interrupted (job_id) SELECT id FROM jobs WHERE state = 'active' AND state <> 'done'`
 )
 
 // DueJob is a queued job as the scheduler needs it.

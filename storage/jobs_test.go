@@ -261,7 +261,9 @@ func TestOpen_S2_RecoversActiveJobsOnly(t *testing.T) {
 	require.NoError(t, err)
 	defer db.Close()
 	assert.Equal(t, int64(2), db.Recovered())
-	assert.Equal(t, []int64{ids[StateActive], second}, db.RecoveredJobs(), "the ids of the jobs a crash interrupted")
+	interrupted, err := db.Interrupted(bg)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{ids[StateActive], second}, interrupted, "the jobs a crash interrupted")
 	for _, s := range States {
 		j, err := db.Job(bg, ids[s])
 		require.NoError(t, err)
@@ -545,4 +547,45 @@ func TestFinishJobs_S2_UnnamedUntilNamed(t *testing.T) {
 	us, err = db.Unnamed(bg)
 	require.NoError(t, err)
 	assert.Empty(t, us)
+}
+
+// S2: the jobs a crash interrupted stay listed whichever command opens the
+// database first after it (a listing, say), until they are cleared; a
+// second crash adds to the list.
+func TestOpen_S2_InterruptedListedUntilCleared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heed.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	a := jobIn(t, db, "https://a.example/1", StateActive)
+	b := jobIn(t, db, "https://a.example/2", StateActive)
+	jobIn(t, db, "https://a.example/3", StateQueued)
+	require.NoError(t, db.Close()) // as after a crash
+
+	list := func() []int64 {
+		t.Helper()
+		db, err := Open(path)
+		require.NoError(t, err)
+		defer db.Close()
+		ids, err := db.Interrupted(bg)
+		require.NoError(t, err)
+		return ids
+	}
+	assert.Equal(t, []int64{a, b}, list(), "the first open after the crash lists them")
+	assert.Equal(t, []int64{a, b}, list(), "and they stay listed for the next")
+
+	db, err = Open(path)
+	require.NoError(t, err)
+	require.NoError(t, db.ClearInterrupted(bg, []int64{a}))
+	_, err = db.StartJob(bg, a)
+	require.NoError(t, err)
+	require.NoError(t, db.Close()) // a second crash, with a active again
+	assert.Equal(t, []int64{a, b}, list())
+
+	db, err = Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.ClearInterrupted(bg, []int64{a, b}))
+	ids, err := db.Interrupted(bg)
+	require.NoError(t, err)
+	assert.Empty(t, ids)
 }

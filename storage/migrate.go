@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,21 +108,24 @@ func migrateTo(ctx context.Context, db *sql.DB, ms []migration, target int) erro
 }
 
 // recoverActive queues again every job a crash left active, keeping its partial file, bytes and
-// validators for resume (S2), and returns their ids. Nothing else moves.
-func recoverActive(ctx context.Context, db *sql.DB, now time.Time) ([]int64, error) {
-	rows, err := db.QueryContext(ctx, qRecover, nanos(now))
+// validators for resume (S2), and lists them as interrupted (see Interrupted), in one transaction.
+// It returns how many it queued. Nothing else moves.
+func recoverActive(ctx context.Context, db *sql.DB, now time.Time) (int64, error) {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, qInterrupt); err != nil {
+		return 0, err
 	}
-	slices.Sort(ids)
-	return ids, rows.Err()
+	res, err := tx.ExecContext(ctx, qRecover, nanos(now))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
 }

@@ -53,7 +53,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,7 +140,7 @@ type DB struct {
 	lock      io.Closer
 	log       *slog.Logger
 	now       func() time.Time
-	recovered []int64
+	recovered int64
 
 	ops      chan op
 	kick     chan struct{} // wakes the checkpointer after a commit
@@ -280,8 +279,8 @@ func open(path string, o options) (_ *DB, err error) {
 	if db.recovered, err = recoverActive(ctx, db.w, o.now()); err != nil {
 		return nil, classify(err)
 	}
-	if len(db.recovered) > 0 {
-		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", len(db.recovered))
+	if db.recovered > 0 {
+		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", db.recovered)
 	}
 
 	db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000"))
@@ -392,10 +391,7 @@ func (db *DB) Path() string { return db.path }
 
 // Recovered returns how many jobs Open found active — left so by a crash — and queued again,
 // with their partial file and byte count kept for resume (S2).
-func (db *DB) Recovered() int64 { return int64(len(db.recovered)) }
-
-// RecoveredJobs returns the ids of the jobs Recovered counts, in id order.
-func (db *DB) RecoveredJobs() []int64 { return slices.Clone(db.recovered) }
+func (db *DB) Recovered() int64 { return db.recovered }
 
 // Close flushes every queued write, stops the writer and releases the database and its lock.
 // It returns the errors of background writes not yet reported by Flush. Calling Close again

@@ -6,3 +6,10 @@
 -- arrived but were not yet recorded done) from anybody else's file, remove it, and fetch that
 -- download again under its own name rather than beside it as "name (1)" (S2).
 INSERT OR IGNORE INTO settings (key, value) VALUES ('identity', lower(hex(randomblob(16))));
+
+-- The jobs a crash left active, listed when a start queues them again and cleared once the engine
+-- has looked for the parts they left: whichever command opens the database first after a crash, the
+-- next download run still knows which jobs were cut off.
+CREATE TABLE interrupted (
+    job_id INTEGER PRIMARY KEY REFERENCES jobs (id)
+) STRICT;
