@@ -174,10 +174,7 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := e.removeOrphans(ctx); err != nil {
-		f.Close()
-		return nil, err
-	}
+	e.removeOrphans(ctx)
 	hosts, err := store.LoadHosts(ctx)
 	if err != nil {
 		f.Close()
@@ -257,34 +254,37 @@ const identityKey = "identity"
 // resume (it knows neither their number nor the validators they came with).
 // Only parts marked as created for one of those jobs, by this database, are
 // removed; a part recorded for its job is kept for the resume, and any
-// other file is left alone.
-func (e *Engine) removeOrphans(ctx context.Context) error {
-	recovered := e.store.Recovered()
-	if len(recovered) == 0 {
-		return nil
+// other file is left alone. This is housekeeping: what goes wrong is
+// logged, and the jobs stay listed for the next start to try again.
+func (e *Engine) removeOrphans(ctx context.Context) {
+	ids, err := e.store.Interrupted(ctx)
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			e.log.Error("loading the jobs a crash interrupted", "err", err)
+		}
+		return
 	}
+	if err := e.removeOrphansOf(ctx, ids); err != nil {
+		e.log.Error("looking for partial files a crash left", "err", err)
+		return
+	}
+	if err := e.store.ClearInterrupted(ctx, ids); err != nil {
+		e.log.Error("clearing the jobs a crash interrupted", "err", err)
+	}
+}
+
+func (e *Engine) removeOrphansOf(ctx context.Context, ids []int64) error {
 	owned, err := e.fetch.OwnedParts()
-	if err != nil {
-		return fmt.Errorf("looking for partial files a crash left: %w", err)
+	if err != nil || len(owned) == 0 {
+		return err
 	}
-	if len(owned) == 0 {
-		return nil
-	}
-	interrupted := make(map[int64]bool, len(recovered))
-	for _, id := range recovered {
+	interrupted := make(map[int64]bool, len(ids))
+	for _, id := range ids {
 		interrupted[id] = true
-	}
-	kept := map[string]bool{} // parts recorded, for a resume or a name
-	us, err := e.store.Unnamed(ctx)
-	if err != nil {
-		return fmt.Errorf("loading unnamed downloads: %w", err)
-	}
-	for _, u := range us {
-		kept[u.Part] = true
 	}
 	removed := 0
 	for part, id := range owned {
-		if !interrupted[id] || kept[part] {
+		if !interrupted[id] {
 			continue
 		}
 		job, err := e.store.Job(ctx, id)
@@ -295,8 +295,7 @@ func (e *Engine) removeOrphans(ctx context.Context) error {
 			continue
 		}
 		if err := e.fetch.RemovePart(part); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			e.log.Error("removing a partial file a crash left unrecorded", "job", id, "part", part, "err", err)
-			continue
+			return fmt.Errorf("removing %s: %w", part, err)
 		}
 		removed++
 	}

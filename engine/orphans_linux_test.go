@@ -22,7 +22,8 @@ import (
 
 // S2, RELIABILITY 32: Heed killed while downloads were in flight, some of
 // them before their parts were recorded (a body in its first moments, or
-// one complete but not yet recorded done). At the next start, a part Heed
+// one complete but not yet recorded done). At the next download run (even
+// after another command opened the database first), a part Heed
 // marked as created for one of those jobs, and that nothing records, is
 // removed, so that the download, fetched again, takes its own name instead
 // of "name (1)" beside a part nothing would ever use. A recorded part is kept
@@ -77,9 +78,19 @@ func TestEngine_S2_UnrecordedPartsOfInterruptedJobsRemoved(t *testing.T) {
 	mark(name(4)+".part", identity, jobs[4].ID)
 	first.close()
 	requests := srv.Requests()
+	// A command that only reads (heed jobs, say) opens the database first:
+	// it queues the interrupted jobs again, and they stay listed.
+	lister, err := storage.Open(dbPath)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), lister.Recovered())
+	require.NoError(t, lister.Close())
 
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})
+	require.NoError(t, r.db.Flush(ctx))
+	left, err := r.db.Interrupted(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, left, "cleared once their parts were looked for")
 	if !marks {
 		// Where the file system keeps no marks, nothing is taken for Heed's.
 		assert.FileExists(t, in(name(0)+".part"))

@@ -340,6 +340,10 @@ func (f *Fetcher) Close() error {
 // fetcher then links the part to its final name and removes the part.
 var errNoRename = errors.New("rename without replace is not supported here")
 
+// errNoMark means the system cannot create a part already marked (see
+// createMarkedPart).
+var errNoMark = errors.New("marked parts are not supported here")
+
 // httpScheme reports whether u is an absolute http or https URL with a host.
 func httpScheme(u *url.URL) bool {
 	s := strings.ToLower(u.Scheme)

@@ -63,15 +63,31 @@ func splitExt(name string) (stem, ext string) {
 // createPart creates a new, empty part file for name with O_EXCL, trying
 // "name.part", then "stem (1).ext.part" … . O_EXCL never follows a symlink, so
 // a link planted at any of these names is skipped, not written through. The
-// part is marked as job's (see OwnedParts).
+// part is marked as job's (see OwnedParts) from the instant it has its
+// name, where the system can; elsewhere just after.
 func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
+	parts := func(yield func(string) bool) {
+		candidates(name, func(c string) bool { return yield(c + partSuffix) })
+	}
+	mark := ""
+	if f.owner != "" && job > 0 && f.dir != nil {
+		mark = partMark(f.owner, job)
+		file, part, err := createMarkedPart(f.dir, mark, parts)
+		switch {
+		case err == nil:
+			return file, part, nil
+		case errors.Is(err, fs.ErrExist):
+			return nil, "", fmt.Errorf("no free name for %q", name)
+		case !errors.Is(err, errNoMark):
+			return nil, "", err
+		}
+	}
 	var (
 		file    *os.File
 		partErr error
 		chosen  string
 	)
-	candidates(name, func(c string) bool {
-		p := c + partSuffix
+	parts(func(p string) bool {
 		fl, err := createPartFile(f.dir, f.root, p)
 		if err == nil {
 			file, chosen = fl, p
@@ -84,8 +100,8 @@ func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 		return false
 	})
 	if file != nil {
-		if f.owner != "" && job > 0 {
-			markPart(file, partMark(f.owner, job))
+		if mark != "" {
+			markPart(file, mark)
 		}
 		return file, chosen, nil
 	}
@@ -201,6 +217,7 @@ func (f *Fetcher) NameParts(rs []*Result) {
 			r.File = ""
 			continue
 		}
+		f.unmark(final)
 		r.Done, r.File, r.Part = true, final, ""
 	}
 }
@@ -218,6 +235,14 @@ func (f *Fetcher) NameParts(rs []*Result) {
 // wrapping fs.ErrNotExist when neither the part nor file is in the download
 // folder: the download may be in another folder.
 func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
+	named, err := f.nameLeftover(part, file, size, sum)
+	if named != "" {
+		f.unmark(named)
+	}
+	return named, err
+}
+
+func (f *Fetcher) nameLeftover(part, file string, size int64, sum string) (string, error) {
 	if !isPartName(part) || sanitize(file) != file {
 		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
 	}
@@ -338,6 +363,16 @@ func sumIs(fl *os.File, sum string) (bool, error) {
 		return false, err
 	}
 	return hex.EncodeToString(h.Sum(nil)) == sum, nil
+}
+
+// unmark takes the mark off a part that has its final name, if that name
+// looks like a part's (F2 allows "x.part"): a finished file must never be
+// taken for a part. Other finished files keep the mark, which names no part
+// and costs nothing to leave.
+func (f *Fetcher) unmark(name string) {
+	if f.owner != "" && f.dir != nil && isPartName(name) {
+		unmark(f.dir, name)
+	}
 }
 
 // partMark is what marks a part as job's, for owner.

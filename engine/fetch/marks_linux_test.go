@@ -80,4 +80,72 @@ func TestFetch_S2_PartsMarkedForTheirJob(t *testing.T) {
 	owned, err = e.f.OwnedParts()
 	require.NoError(t, err)
 	assert.Empty(t, owned, "named, it is no part any more")
+
+	// A finished file may be named "x.part" (F2): it loses its mark with
+	// its part name, and is never taken for a part.
+	clip := e.do(ts.URL+"/clip.part", func(r *Request) { r.Job, r.Defer = 8, true })
+	require.NotNil(t, clip.Pending, clip.Err)
+	owned, err = e.f.OwnedParts()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"clip.part.part": 8}, owned)
+	e.f.FinishParts([]*Result{&clip})
+	require.True(t, clip.Done, clip.Err)
+	require.Equal(t, "clip.part", clip.File)
+	owned, err = e.f.OwnedParts()
+	require.NoError(t, err)
+	assert.Empty(t, owned, "a finished file named like a part is nobody's part")
+}
+
+// S2: a part that a crash left complete but unnamed gets its name at the
+// next start, and a name like a part's without its mark.
+func TestFetch_S2_LeftoverNamedWithoutItsMark(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
+	if !xattrsIn(t, e.dl) {
+		return // nothing is marked here
+	}
+	const body = "a finished download"
+	e.writePart("done.part.part", body)
+	mark(t, filepath.Join(e.dl, "done.part.part"), "db1/3")
+	got, err := e.f.NameLeftover("done.part.part", "done.part", int64(len(body)), sha(body))
+	require.NoError(t, err)
+	require.Equal(t, "done.part", got)
+	owned, err := e.f.OwnedParts()
+	require.NoError(t, err)
+	assert.Empty(t, owned, "a finished file named like a part is nobody's part")
+}
+
+// F3, A10, S2: a marked part is created unnamed, marked, then linked under
+// the first free candidate: a taken name, a symlink or a dangling symlink
+// is skipped, never written through, and the part is a file of its own,
+// marked from the start.
+func TestFetch_S2_MarkedPartTakesTheFirstFreeName(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
+	e.write("a.bin.part", "taken")
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "target.txt"), filepath.Join(e.dl, "a (1).bin.part")))
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "missing"), filepath.Join(e.dl, "a (2).bin.part")))
+	file, part, err := createMarkedPart(e.f.dir, "db1/9", func(yield func(string) bool) {
+		candidates("a.bin", func(c string) bool { return yield(c + partSuffix) })
+	})
+	if errors.Is(err, errNoMark) {
+		t.Log("no O_TMPFILE or /proc here: parts are created, then marked")
+		return
+	}
+	require.NoError(t, err)
+	defer file.Close()
+	assert.Equal(t, "a (3).bin.part", part)
+	_, err = file.WriteString("ours")
+	require.NoError(t, err)
+	st, err := os.Lstat(filepath.Join(e.dl, part))
+	require.NoError(t, err)
+	assert.True(t, st.Mode().IsRegular())
+	assert.Equal(t, uint64(1), linkCount(st), "a file of its own")
+	if xattrsIn(t, e.dl) {
+		owned, err := e.f.OwnedParts()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{"a (3).bin.part": 9}, owned)
+	}
+	assert.Equal(t, map[string]string{"a.bin.part": "taken", "a (3).bin.part": "ours",
+		"a (1).bin.part": "->" + filepath.Join(e.outside, "target.txt"),
+		"a (2).bin.part": "->" + filepath.Join(e.outside, "missing")}, e.files())
+	assert.NoFileExists(t, filepath.Join(e.outside, "missing"), "the dangling symlink was not followed")
 }

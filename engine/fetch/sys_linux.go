@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,10 +67,63 @@ func startWriteback(f *os.File, off, n int64) {
 // markAttr is the extended attribute that marks a part as a job's.
 const markAttr = "user.heed.job"
 
+// createMarkedPart creates part name in dir already marked with mark, so
+// that no instant exists when the part has its name but not its mark: an
+// unnamed file (O_TMPFILE), marked, then linked under each of names in
+// turn until one is free. A name where anything is (a symlink included)
+// is skipped, as with O_EXCL (F3, A10). It returns the file and the name it
+// took; fs.ErrExist when every name is taken; errNoMark when the system
+// cannot do this (no O_TMPFILE, no /proc), and the caller creates the part
+// as createPartFile does and marks it after.
+func createMarkedPart(dir *os.File, mark string, names func(yield func(string) bool)) (*os.File, string, error) {
+	fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, "", errNoMark
+	}
+	if err := unix.Fsetxattr(fd, markAttr, []byte(mark), 0); err != nil {
+		unix.Close(fd)
+		return nil, "", errNoMark
+	}
+	self := "/proc/self/fd/" + strconv.Itoa(fd)
+	var (
+		taken  string
+		result = fs.ErrExist
+	)
+	names(func(name string) bool {
+		if !isPartName(name) {
+			result = fmt.Errorf("part name %q: %w", name, errConfined)
+			return false
+		}
+		err := unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+		switch {
+		case err == nil:
+			taken, result = name, nil
+			return false
+		case errors.Is(err, unix.EEXIST):
+			return true
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EPERM), errors.Is(err, unix.EXDEV):
+			result = errNoMark // no /proc, or links refused
+			return false
+		}
+		result = &fs.PathError{Op: "link", Path: name, Err: err}
+		return false
+	})
+	if result != nil {
+		unix.Close(fd)
+		return nil, "", result
+	}
+	return os.NewFile(uintptr(fd), taken), taken, nil
+}
+
 // markPart marks f with mark, if the file system keeps extended
 // attributes; a part it cannot mark stays unmarked.
 func markPart(f *os.File, mark string) {
 	_ = unix.Fsetxattr(int(f.Fd()), markAttr, []byte(mark), 0)
+}
+
+// unmark removes the mark from name in dir, once it is a part no more.
+func unmark(dir *os.File, name string) {
+	_ = unix.Lremovexattr("/proc/self/fd/"+strconv.Itoa(int(dir.Fd()))+"/"+name, markAttr)
 }
 
 // readMark returns the mark of part name in dir, and whether it has one.

@@ -24,8 +24,17 @@ func syncFS(*os.File) error { return errors.ErrUnsupported }
 // writes everything.
 func startWriteback(*os.File, int64, int64) {}
 
+// createMarkedPart creates a marked part on Linux; elsewhere parts are
+// unmarked.
+func createMarkedPart(*os.File, string, func(func(string) bool)) (*os.File, string, error) {
+	return nil, "", errNoMark
+}
+
 // markPart marks a part as a job's on Linux; elsewhere parts are unmarked.
 func markPart(*os.File, string) {}
+
+// unmark removes a part's mark on Linux; elsewhere there is none.
+func unmark(*os.File, string) {}
 
 // readMark reads a part's mark on Linux; elsewhere there is none.
 func readMark(*os.File, string) (string, bool) { return "", false }
