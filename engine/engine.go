@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -253,25 +254,46 @@ const identityKey = "identity"
 // its done commit: a crash before that leaves a part whose bytes Heed cannot
 // resume (it knows neither their number nor the validators they came with).
 // Only parts marked as created for one of those jobs, by this database, are
-// removed; a part recorded for its job is kept for the resume, and any
-// other file is left alone. This is housekeeping: what goes wrong is
-// logged, and the jobs stay listed for the next start to try again.
+// removed, and only by a run in the folder the crash cut off; a part
+// recorded for a resume or a name is kept, and any other file is left
+// alone. Then it records this run's folder (runFolderKey), for the next
+// crash. This is housekeeping: what goes wrong is logged, and the jobs stay
+// listed for the next start to try again.
 func (e *Engine) removeOrphans(ctx context.Context) {
-	ids, err := e.store.Interrupted(ctx)
-	if err != nil || len(ids) == 0 {
-		if err != nil {
-			e.log.Error("loading the jobs a crash interrupted", "err", err)
+	folder, err := filepath.Abs(e.opt.Dir)
+	if err != nil {
+		e.log.Error("finding the download folder", "err", err)
+		return
+	}
+	its, err := e.store.Interrupted(ctx)
+	if err != nil {
+		e.log.Error("loading the jobs a crash interrupted", "err", err)
+	}
+	var here []int64
+	for _, it := range its {
+		if it.Folder == "" || it.Folder == folder {
+			here = append(here, it.JobID)
 		}
-		return
 	}
-	if err := e.removeOrphansOf(ctx, ids); err != nil {
-		e.log.Error("looking for partial files a crash left", "err", err)
-		return
+	if len(here) > 0 {
+		if err := e.removeOrphansOf(ctx, here); err != nil {
+			e.log.Error("looking for partial files a crash left", "err", err)
+		} else if err := e.store.ClearInterrupted(ctx, here); err != nil {
+			e.log.Error("clearing the jobs a crash interrupted", "err", err)
+		}
 	}
-	if err := e.store.ClearInterrupted(ctx, ids); err != nil {
-		e.log.Error("clearing the jobs a crash interrupted", "err", err)
+	if len(here) < len(its) {
+		e.log.Info("partial files a crash left in another download folder are looked for when Heed downloads there again",
+			"jobs", len(its)-len(here))
+	}
+	if err := e.store.SetSetting(ctx, runFolderKey, folder); err != nil {
+		e.log.Error("recording the download folder", "err", err)
 	}
 }
+
+// runFolderKey is the setting that holds the download folder of the
+// latest download run, which a crash records with the jobs it cut off.
+const runFolderKey = "run_folder"
 
 func (e *Engine) removeOrphansOf(ctx context.Context, ids []int64) error {
 	owned, err := e.fetch.OwnedParts()
@@ -282,9 +304,17 @@ func (e *Engine) removeOrphansOf(ctx context.Context, ids []int64) error {
 	for _, id := range ids {
 		interrupted[id] = true
 	}
+	kept := map[string]bool{} // parts that wait for a final name (see nameLeftovers)
+	us, err := e.store.Unnamed(ctx)
+	if err != nil {
+		return fmt.Errorf("loading unnamed downloads: %w", err)
+	}
+	for _, u := range us {
+		kept[u.Part] = true
+	}
 	removed := 0
 	for part, id := range owned {
-		if !interrupted[id] {
+		if !interrupted[id] || kept[part] {
 			continue
 		}
 		job, err := e.store.Job(ctx, id)

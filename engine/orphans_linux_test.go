@@ -22,8 +22,9 @@ import (
 
 // S2, RELIABILITY 32: Heed killed while downloads were in flight, some of
 // them before their parts were recorded (a body in its first moments, or
-// one complete but not yet recorded done). At the next download run (even
-// after another command opened the database first), a part Heed
+// one complete but not yet recorded done). At the next download run in
+// that folder (even after another command opened the database first, and a
+// run in another folder came between), a part Heed
 // marked as created for one of those jobs, and that nothing records, is
 // removed, so that the download, fetched again, takes its own name instead
 // of "name (1)" beside a part nothing would ever use. A recorded part is kept
@@ -84,6 +85,14 @@ func TestEngine_S2_UnrecordedPartsOfInterruptedJobsRemoved(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(4), lister.Recovered())
 	require.NoError(t, lister.Close())
+	// A download run in another folder leaves them for a run in theirs.
+	other := &rig{t: t, dbPath: dbPath, dir: filepath.Join(base, "elsewhere")}
+	other.open(engine.Options{})
+	assert.FileExists(t, in(name(0)+".part"))
+	its, err := other.db.Interrupted(ctx)
+	require.NoError(t, err)
+	assert.Len(t, its, 4, "still listed")
+	other.close()
 
 	r := &rig{t: t, dbPath: dbPath, dir: dir}
 	r.open(engine.Options{})

@@ -46,7 +46,7 @@ type Store interface {
 	// Interrupted returns the jobs a crash left active, queued again when
 	// the database was opened after it (S2), until ClearInterrupted clears
 	// them.
-	Interrupted(ctx context.Context) ([]int64, error)
+	Interrupted(ctx context.Context) ([]Interrupted, error)
 	ClearInterrupted(ctx context.Context, ids []int64) error
 	// Named clears downloads listed as unnamed once their parts have their
 	// names (or could not get them); it may be batched like RecordAttempt.
@@ -84,6 +84,13 @@ type Store interface {
 // ErrNotQueued is what a Store returns (wrapped) when a job is not in the
 // state a transition expects: paused or cancelled meanwhile.
 var ErrNotQueued = errors.New("job is not queued")
+
+// Interrupted is a job a crash left active, with the download folder of
+// the run it cut off ("" when unknown; see runFolderKey).
+type Interrupted struct {
+	JobID  int64
+	Folder string
+}
 
 // JobState is a job's state (J3).
 type JobState string

@@ -127,7 +127,17 @@ func (s engineStore) CountsByHost(ctx context.Context) (map[string]map[engine.Jo
 	return out, nil
 }
 
-func (s engineStore) Interrupted(ctx context.Context) ([]int64, error) { return s.db.Interrupted(ctx) }
+func (s engineStore) Interrupted(ctx context.Context) ([]engine.Interrupted, error) {
+	its, err := s.db.Interrupted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]engine.Interrupted, len(its))
+	for i, it := range its {
+		out[i] = engine.Interrupted(it)
+	}
+	return out, nil
+}
 
 func (s engineStore) ClearInterrupted(ctx context.Context, ids []int64) error {
 	return s.db.ClearInterrupted(ctx, ids)

@@ -350,26 +350,34 @@ func (db *DB) Unnamed(ctx context.Context) ([]Unnamed, error) {
 	return us, nil
 }
 
+// Interrupted is a job that Open found active after a crash and queued again.
+type Interrupted struct {
+	JobID int64
+	// Folder is the download folder of the run the crash cut off: the setting "run_folder" at
+	// the time, "" if it was not set.
+	Folder string
+}
+
 // Interrupted returns the jobs that Open found active after a crash and queued again, by id, until
-// ClearInterrupted clears them: the download run that starts next looks for the parts they left.
-func (db *DB) Interrupted(ctx context.Context) ([]int64, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT job_id FROM interrupted ORDER BY job_id`)
+// ClearInterrupted clears them: a download run in their folder looks for the parts they left.
+func (db *DB) Interrupted(ctx context.Context) ([]Interrupted, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT job_id, folder FROM interrupted ORDER BY job_id`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
 	}
 	defer rows.Close()
-	var ids []int64
+	var out []Interrupted
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var it Interrupted
+		if err := rows.Scan(&it.JobID, &it.Folder); err != nil {
 			return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
 		}
-		ids = append(ids, id)
+		out = append(out, it)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: interrupted jobs: %w", err)
 	}
-	return ids, nil
+	return out, nil
 }
 
 // ClearInterrupted takes ids off the list Interrupted returns, and returns after the commit.
@@ -688,7 +696,9 @@ const (
 	qCountsByHost = `SELECT host, state, count(*) FROM jobs WHERE state <> 'done' GROUP BY state, host
 		UNION ALL SELECT host, '', count(*) FROM jobs GROUP BY host`
 	qRecover   = `UPDATE jobs SET state = 'queued', updated_at = ? WHERE state = 'active' AND state <> 'done'`
-	qInterrupt = `INSERT OR IGNORE INTO interrupted (job_id) SELECT id FROM jobs WHERE state = 'active' AND state <> 'done'`
+	qInterrupt = `INSERT OR IGNORE INTO interrupted (job_id, folder)
+		SELECT id, coalesce((SELECT value FROM settings WHERE key = 'run_folder'), '')
+		FROM jobs WHERE state = 'active' AND state <> 'done'`
 )
 
 // DueJob is a queued job as the scheduler needs it.

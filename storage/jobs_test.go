@@ -263,7 +263,8 @@ func TestOpen_S2_RecoversActiveJobsOnly(t *testing.T) {
 	assert.Equal(t, int64(2), db.Recovered())
 	interrupted, err := db.Interrupted(bg)
 	require.NoError(t, err)
-	assert.Equal(t, []int64{ids[StateActive], second}, interrupted, "the jobs a crash interrupted")
+	assert.Equal(t, []Interrupted{{JobID: ids[StateActive]}, {JobID: second}}, interrupted,
+		"the jobs a crash interrupted, their folder unknown")
 	for _, s := range States {
 		j, err := db.Job(bg, ids[s])
 		require.NoError(t, err)
@@ -559,27 +560,30 @@ func TestOpen_S2_InterruptedListedUntilCleared(t *testing.T) {
 	a := jobIn(t, db, "https://a.example/1", StateActive)
 	b := jobIn(t, db, "https://a.example/2", StateActive)
 	jobIn(t, db, "https://a.example/3", StateQueued)
+	require.NoError(t, db.SetSetting(bg, "run_folder", "/dl/one"))
 	require.NoError(t, db.Close()) // as after a crash
 
-	list := func() []int64 {
+	list := func() []Interrupted {
 		t.Helper()
 		db, err := Open(path)
 		require.NoError(t, err)
 		defer db.Close()
-		ids, err := db.Interrupted(bg)
+		its, err := db.Interrupted(bg)
 		require.NoError(t, err)
-		return ids
+		return its
 	}
-	assert.Equal(t, []int64{a, b}, list(), "the first open after the crash lists them")
-	assert.Equal(t, []int64{a, b}, list(), "and they stay listed for the next")
+	one := []Interrupted{{JobID: a, Folder: "/dl/one"}, {JobID: b, Folder: "/dl/one"}}
+	assert.Equal(t, one, list(), "the first open after the crash lists them, with the run's folder")
+	assert.Equal(t, one, list(), "and they stay listed for the next")
 
 	db, err = Open(path)
 	require.NoError(t, err)
 	require.NoError(t, db.ClearInterrupted(bg, []int64{a}))
+	require.NoError(t, db.SetSetting(bg, "run_folder", "/dl/two"))
 	_, err = db.StartJob(bg, a)
 	require.NoError(t, err)
-	require.NoError(t, db.Close()) // a second crash, with a active again
-	assert.Equal(t, []int64{a, b}, list())
+	require.NoError(t, db.Close()) // a second crash, with a active again, in another folder
+	assert.Equal(t, []Interrupted{{JobID: a, Folder: "/dl/two"}, {JobID: b, Folder: "/dl/one"}}, list())
 
 	db, err = Open(path)
 	require.NoError(t, err)

@@ -42,6 +42,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -237,6 +238,7 @@ type Fetcher struct {
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
 	owner     string
+	noMarked  atomic.Bool // the system cannot create a part already marked
 }
 
 // New opens Config.Dir and builds a Fetcher.

@@ -72,13 +72,17 @@ func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 	mark := ""
 	if f.owner != "" && job > 0 && f.dir != nil {
 		mark = partMark(f.owner, job)
+	}
+	if mark != "" && !f.noMarked.Load() {
 		file, part, err := createMarkedPart(f.dir, mark, parts)
 		switch {
 		case err == nil:
 			return file, part, nil
 		case errors.Is(err, fs.ErrExist):
 			return nil, "", fmt.Errorf("no free name for %q", name)
-		case !errors.Is(err, errNoMark):
+		case errors.Is(err, errNoMark):
+			f.noMarked.Store(true) // not here: mark after creating, from now on
+		default:
 			return nil, "", err
 		}
 	}
@@ -371,7 +375,7 @@ func sumIs(fl *os.File, sum string) (bool, error) {
 // and costs nothing to leave.
 func (f *Fetcher) unmark(name string) {
 	if f.owner != "" && f.dir != nil && isPartName(name) {
-		unmark(f.dir, name)
+		_ = unmark(f.dir, name) // a file it cannot open is no regular file: never a part
 	}
 }
 

@@ -122,23 +122,45 @@ func markPart(f *os.File, mark string) {
 }
 
 // unmark removes the mark from name in dir, once it is a part no more.
-func unmark(dir *os.File, name string) {
-	_ = unix.Lremovexattr("/proc/self/fd/"+strconv.Itoa(int(dir.Fd()))+"/"+name, markAttr)
+// The file is opened as readMark opens it: never through a symlink, never
+// waiting, a regular file only.
+func unmark(dir *os.File, name string) error {
+	fd, err := openRegular(dir, name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	if err := unix.Fremovexattr(fd, markAttr); err != nil && !errors.Is(err, unix.ENODATA) {
+		return err
+	}
+	return nil
+}
+
+// openRegular opens name in dir for reading without following a symlink
+// and without blocking (a FIFO put in its place is not waited for), and
+// only if it is a regular file.
+func openRegular(dir *os.File, name string) (int, error) {
+	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: not a regular file", name)
+	}
+	return fd, nil
 }
 
 // readMark returns the mark of part name in dir, and whether it has one.
 // The part is opened without following a symlink and without blocking (a
 // FIFO put in its place is not waited for), and only a regular file counts.
 func readMark(dir *os.File, name string) (string, bool) {
-	fd, err := unix.Openat(int(dir.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	fd, err := openRegular(dir, name)
 	if err != nil {
 		return "", false
 	}
 	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return "", false
-	}
 	buf := make([]byte, 128)
 	n, err := unix.Fgetxattr(fd, markAttr, buf)
 	if err != nil {

@@ -34,7 +34,7 @@ func createMarkedPart(*os.File, string, func(func(string) bool)) (*os.File, stri
 func markPart(*os.File, string) {}
 
 // unmark removes a part's mark on Linux; elsewhere there is none.
-func unmark(*os.File, string) {}
+func unmark(*os.File, string) error { return nil }
 
 // readMark reads a part's mark on Linux; elsewhere there is none.
 func readMark(*os.File, string) (string, bool) { return "", false }

@@ -7,9 +7,11 @@
 -- download again under its own name rather than beside it as "name (1)" (S2).
 INSERT OR IGNORE INTO settings (key, value) VALUES ('identity', lower(hex(randomblob(16))));
 
--- The jobs a crash left active, listed when a start queues them again and cleared once the engine
--- has looked for the parts they left: whichever command opens the database first after a crash, the
--- next download run still knows which jobs were cut off.
+-- The jobs a crash left active, listed when a start queues them again, with the download folder of
+-- the run the crash cut off (the setting 'run_folder', '' when unknown), and cleared once a download
+-- run in that folder has looked for the parts they left: whichever command opens the database first
+-- after a crash, and whatever folder the next run uses, the parts are looked for where they are.
 CREATE TABLE interrupted (
-    job_id INTEGER PRIMARY KEY REFERENCES jobs (id)
+    job_id INTEGER PRIMARY KEY REFERENCES jobs (id),
+    folder TEXT    NOT NULL DEFAULT ''
 ) STRICT;
