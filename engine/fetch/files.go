@@ -60,11 +60,12 @@ func splitExt(name string) (stem, ext string) {
 	return stem, ext
 }
 
-// createPart creates a new, empty part file for name with O_EXCL, trying
-// "name.part", then "stem (1).ext.part" … . O_EXCL never follows a symlink, so
-// a link planted at any of these names is skipped, not written through. The
-// part is marked as job's (see OwnedParts) from the instant it has its
-// name, where the system can; elsewhere just after.
+// createPart creates a new, empty part file for name, trying "name.part",
+// then "stem (1).ext.part" … . Each name is taken exclusively — O_EXCL, or a
+// link, neither of which follows a symlink — so a link planted at any of
+// these names is skipped, not written through. The part is marked as job's
+// (see OwnedParts) from the instant it has its name where the system can
+// (createMarkedPart); elsewhere just after.
 func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 	parts := func(yield func(string) bool) {
 		candidates(name, func(c string) bool { return yield(c + partSuffix) })
@@ -375,7 +376,9 @@ func sumIs(fl *os.File, sum string) (bool, error) {
 // and costs nothing to leave.
 func (f *Fetcher) unmark(name string) {
 	if f.owner != "" && f.dir != nil && isPartName(name) {
-		_ = unmark(f.dir, name) // a file it cannot open is no regular file: never a part
+		// A file it cannot open, readMark cannot open either: never taken
+		// for a part.
+		_ = unmark(f.dir, name)
 	}
 }
 
