@@ -198,6 +198,9 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("loading the queue: %w", err)
 	}
 	e.core.DirtyHosts() // what was just restored is already on disk
+	if loaded >= bigQueue {
+		e.core.Trim()
+	}
 	tuneGC(e.core.Queued())
 	return e, nil
 }

@@ -439,3 +439,47 @@ func BenchmarkScale(b *testing.B) {
 		runtime.KeepAlive(c)
 	}
 }
+
+// Scale: Trim gives back the room a queue kept while it was filled one Add
+// at a time, and changes nothing else: the same jobs come out in the same
+// order, and the queues take new jobs as before.
+func TestScheduler_TrimKeepsEveryJobInOrder(t *testing.T) {
+	fill := func(h *harness) {
+		for i := range 300 {
+			h.c.Add(int64(i), "h"+strconv.Itoa(i%7), h.now.Add(time.Duration(i%13)*time.Millisecond))
+		}
+		h.c.Add(1000, "empty", time.Time{})
+		require.True(t, h.c.Remove(1000))
+	}
+	trimmed, plain := newHarness(t, fast()), newHarness(t, fast())
+	fill(trimmed)
+	fill(plain)
+	trimmed.c.Trim()
+	room := func(h *harness) (n int) {
+		for _, q := range h.c.hosts {
+			n += cap(q.jobs) - len(q.jobs)
+		}
+		return n
+	}
+	for _, q := range trimmed.c.hosts {
+		// What is left is the allocator's rounding up to a size class.
+		assert.LessOrEqual(t, cap(q.jobs)-len(q.jobs), max(2, len(q.jobs)/8), q.key)
+	}
+	assert.Less(t, 4*room(trimmed), room(plain), "the room a queue keeps while it fills is given back")
+	trimmed.c.Add(2000, "h1", time.Time{})
+	plain.c.Add(2000, "h1", time.Time{})
+	order := func(h *harness) []int64 {
+		var ids []int64
+		for range 40 {
+			h.advance(5 * time.Millisecond)
+			for _, d := range h.drain() {
+				ids = append(ids, d.JobID)
+				h.observe(d, 200, "")
+			}
+		}
+		return ids
+	}
+	got, want := order(trimmed), order(plain)
+	assert.Len(t, want, 301)
+	assert.Equal(t, want, got)
+}
