@@ -51,12 +51,20 @@ func partsHaveBytes(t *testing.T, dir string, small []string, min int64) func() 
 	}
 }
 
+// readOnly opens the database at path for reading while Heed runs (WAL
+// readers do not disturb the writer).
+func readOnly(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
+	require.NoError(t, err)
+	return raw
+}
+
 // recordedParts counts the active jobs whose part the database at path
 // records, read while Heed runs (WAL readers do not disturb the writer).
 func recordedParts(t *testing.T, path string) int {
 	t.Helper()
-	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
-	require.NoError(t, err)
+	raw := readOnly(t, path)
 	defer raw.Close()
 	var n int
 	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'active' AND part <> ''`).Scan(&n))
@@ -282,8 +290,7 @@ func TestGet_Kill9ManySmallFilesKeepTheirNames(t *testing.T) {
 // resume, or for a finished download's name.
 func partNames(t *testing.T, path string) map[string]bool {
 	t.Helper()
-	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
-	require.NoError(t, err)
+	raw := readOnly(t, path)
 	defer raw.Close()
 	rows, err := raw.Query(`SELECT part FROM jobs WHERE part <> '' UNION SELECT part FROM naming`)
 	require.NoError(t, err)
@@ -302,8 +309,7 @@ func partNames(t *testing.T, path string) map[string]bool {
 // Heed runs.
 func doneJobs(t *testing.T, path string) int {
 	t.Helper()
-	raw, err := sql.Open("sqlite3", "file:"+path+"?mode=ro&_busy_timeout=5000")
-	require.NoError(t, err)
+	raw := readOnly(t, path)
 	defer raw.Close()
 	var n int
 	if err := raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'done'`).Scan(&n); err != nil {

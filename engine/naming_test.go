@@ -100,6 +100,19 @@ func assertServedOnce(t *testing.T, srv *demo.Server, db *storage.DB, dir string
 	assert.Equal(t, names, dirNames(t, dir), "each file once, no part left")
 }
 
+// nextRunServesAll closes eng and db, as Heed does when its run stops, then
+// opens both again on the same files and runs until idle: every job ends
+// done, served once (assertServedOnce).
+func nextRunServesAll(t *testing.T, srv *demo.Server, eng *engine.Engine, db *storage.DB, dbPath, dir string) {
+	t.Helper()
+	require.NoError(t, eng.Close())
+	require.NoError(t, db.Close())
+	r := &rig{t: t, dbPath: dbPath, dir: dir}
+	r.open(engine.Options{})
+	r.runIdle()
+	assertServedOnce(t, srv, r.db, dir)
+}
+
 func mustJobs(t *testing.T, db *storage.DB) []storage.Job {
 	t.Helper()
 	jobs, err := db.JobsPage(context.Background(), storage.JobFilter{})
@@ -271,13 +284,7 @@ func TestEngine_RELIABILITY35_StartsNotRecordedStopTheRun(t *testing.T) {
 	counts, err := db.CountsByState(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, int64(40), counts[storage.StateQueued])
-	require.NoError(t, eng.Close())
-	require.NoError(t, db.Close())
-
-	r := &rig{t: t, dbPath: dbPath, dir: dir}
-	r.open(engine.Options{})
-	r.runIdle()
-	assertServedOnce(t, srv, r.db, dir)
+	nextRunServesAll(t, srv, eng, db, dbPath, dir)
 }
 
 // RELIABILITY 35, J3: when the database cannot record finished downloads,
@@ -305,13 +312,7 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	for _, e := range entries {
 		assert.True(t, strings.HasSuffix(e.Name(), ".part"), "%s: no final name without its record", e.Name())
 	}
-	require.NoError(t, eng.Close())
-	require.NoError(t, db.Close())
-
-	r := &rig{t: t, dbPath: dbPath, dir: dir}
-	r.open(engine.Options{})
-	r.runIdle()
-	assertServedOnce(t, srv, r.db, dir)
+	nextRunServesAll(t, srv, eng, db, dbPath, dir)
 }
 
 // RELIABILITY 35, J3: a retry the database cannot record (its disk is
