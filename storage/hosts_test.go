@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
 func TestHosts_S4_RoundTripAcrossReopen(t *testing.T) {
@@ -235,4 +238,34 @@ func TestOpen_S2_IdentityRandomPerDatabaseAndKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^[0-9a-f]{32}$`, id)
 	assert.NotContains(t, []string{ids[a], ids[b]}, id)
+}
+
+// S4: every field of a host's state the engine hands over comes back after a reopen. The state
+// is filled field by field and checked to leave none at its zero value, so a field added to
+// engine.HostState that the conversion drops fails here.
+func TestEngineStore_S4_HostStateRoundTrip(t *testing.T) {
+	tun := engine.DefaultTunables()
+	tun.Burst = 7
+	want := engine.HostState{
+		Host: "backoff.example:8080", Tunables: &tun, Paused: true, PauseReason: "Retry-After 2 days",
+		Level: 3, Streak: 2, Gate: time.Unix(1_800_000_000, 5), Breaker: engine.HalfOpen, Failures: 4,
+		OpenedAt: time.Unix(1_700_000_000, 6), LastStatus: 429, Throttles: 17,
+	}
+	v := reflect.ValueOf(want)
+	for i := range v.NumField() {
+		require.False(t, v.Field(i).IsZero(), "the test leaves HostState.%s unset", v.Type().Field(i).Name)
+	}
+	path := filepath.Join(t.TempDir(), "heed.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, EngineStore(db).SaveHost(want))
+	require.NoError(t, db.Close())
+
+	db, err = Open(path)
+	require.NoError(t, err)
+	defer db.Close()
+	got, err := EngineStore(db).LoadHosts(bg)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, want, got[0])
 }
