@@ -360,8 +360,14 @@ func (e *Engine) SetBandwidth(bps int64) {
 	e.core.SetBandwidth(bps)
 }
 
+// onEvent records a host event and has the host states written at once: the
+// run loop is woken for it, since a pause or retune by the person comes while
+// it may be waiting for work, and a crash must not forget it (G9, S4).
 func (e *Engine) onEvent(ev Event) {
 	e.urgent.Store(true)
+	if e.core != nil { // nil while New builds it
+		e.core.signal()
+	}
 	if err := e.store.AppendEvent(ev); err != nil {
 		e.log.Error("recording a host event", "host", ev.Host, "err", err)
 	}

@@ -429,6 +429,49 @@ func TestEngine_S5_SmallFastBodiesNotRecordedAsParts(t *testing.T) {
 // G10/S4: while the engine runs, a host's routine changes (its last
 // status after a success) reach the database within moments, without a
 // restart or a host event to push them.
+// G9, S4: what the person does to a host (pause, retune) is written to the
+// database while the engine has nothing to do, not at its next dispatch, so
+// that a crash then does not forget it.
+func TestEngine_G9_PersonsPauseStoredWhileIdle(t *testing.T) {
+	srv := startDemo(t, demo.Config{Files: 1, FileSize: 256, Seed: 5, Hosts: []demo.HostSpec{{Name: "ok"}}})
+	r := newRig(t, engine.Options{})
+	r.add(srv.URLs()...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.eng.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	stored := func(host string) (storage.HostRow, bool) {
+		hosts, err := r.db.Hosts(context.Background())
+		require.NoError(t, err)
+		for _, h := range hosts {
+			if h.Host == host {
+				return h, true
+			}
+		}
+		return storage.HostRow{}, false
+	}
+	require.Eventually(t, func() bool {
+		h, ok := stored(hostOf(t, srv.URLs()[0]))
+		return ok && h.LastStatus == 200
+	}, 10*time.Second, 20*time.Millisecond)
+	time.Sleep(time.Second) // the queue is empty: the run loop is left waiting for work
+
+	const other = "other.example"
+	r.eng.Core().PauseHost(other, "by hand")
+	require.Eventually(t, func() bool {
+		h, ok := stored(other)
+		return ok && h.Paused && h.PauseReason == "by hand"
+	}, 5*time.Second, 20*time.Millisecond, "the pause is stored while nothing runs")
+
+	tun := engine.DefaultTunables()
+	tun.Burst = 9
+	require.NoError(t, r.eng.Core().SetHostTunables(other, tun))
+	require.Eventually(t, func() bool {
+		h, _ := stored(other)
+		return strings.Contains(string(h.Tunables), `"burst":9`)
+	}, 5*time.Second, 20*time.Millisecond, "the retune is stored while nothing runs")
+}
+
 func TestEngine_G10_RoutineHostStateWrittenWhileRunning(t *testing.T) {
 	srv := startDemo(t, demo.Config{Files: 1, FileSize: 256, Seed: 5, Hosts: []demo.HostSpec{{Name: "ok"}}})
 	r := newRig(t, engine.Options{})
