@@ -9,6 +9,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -283,6 +286,59 @@ func TestEngine_G9_LongRetryAfterPausesHost(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, hosts, 1)
 	assert.True(t, hosts[0].Paused, "the pause is persisted")
+}
+
+// R5: a job that used its attempts fails with the last error; Retry (the
+// window's Retry button, `heed get --again`) queues it again with a fresh
+// budget, and RetryURLs does the same by URL.
+func TestEngine_R5_RetryGivesAFreshBudget(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, "body of "+r.URL.Path)
+	}))
+	defer srv.Close()
+	tun := fast()
+	tun.Retry = engine.RetryPolicy{MaxAttempts: 2, Strategy: engine.Fixed}
+	r := newRig(t, engine.Options{Defaults: tun})
+	r.add(srv.URL+"/a.txt", srv.URL+"/b.txt")
+	r.runIdle()
+	jobs := r.jobs()
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		require.Equal(t, storage.StateFailed, j.State)
+		assert.Equal(t, 2, j.Attempts, "failed after max_attempts")
+		assert.Contains(t, j.LastError, "HTTP 500")
+	}
+
+	// Still failing: a retried job gets max_attempts again, not one more.
+	ids, err := r.eng.Retry(context.Background(), []int64{jobs[0].ID})
+	require.NoError(t, err)
+	require.Equal(t, []int64{jobs[0].ID}, ids)
+	r.runIdle()
+	assert.Len(t, r.history(storage.HistoryFilter{Host: jobs[0].Host}), 6, "2 + 2 attempts for a, 2 for b")
+	j, err := r.db.Job(context.Background(), jobs[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Equal(t, 2, j.Attempts)
+
+	fail.Store(false)
+	_, err = r.eng.Retry(context.Background(), []int64{jobs[0].ID})
+	require.NoError(t, err)
+	_, err = r.eng.RetryURLs(context.Background(), []string{srv.URL + "/b.txt"})
+	require.NoError(t, err)
+	r.runIdle()
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, 1, j.Attempts, "%s: the budget starts over", j.URL)
+		got, err := os.ReadFile(filepath.Join(r.dir, j.File))
+		require.NoError(t, err)
+		assert.Equal(t, "body of /"+j.File, string(got))
+	}
 }
 
 // J2: pasting the same URLs twice queues them once.

@@ -154,6 +154,44 @@ func TestGovernor_G5_ThrottleRaisesLevelAndGate(t *testing.T) {
 	assert.GreaterOrEqual(t, h.snap("a").GateIn, time.Hour)
 }
 
+// G5: the wait after a throttle is a uniform draw in [0, window], the window
+// doubling with each level: over many hosts (seeds), the gates after the
+// first throttle (window = base) and after the third (window = 4·base) spread
+// over their whole window with their mean in the middle.
+func TestGovernor_G5_FullJitterOverTheWindow(t *testing.T) {
+	tun := fast()
+	tun.BackoffBase, tun.BackoffMax = time.Second, time.Minute
+	const samples = 2000
+	for _, tc := range []struct {
+		throttles int
+		window    time.Duration
+	}{{1, time.Second}, {3, 4 * time.Second}} {
+		var sum, lo, hi time.Duration
+		lo = time.Hour
+		for seed := range samples {
+			h := newHarness(t, tun, func(c *Config) { c.Seed = int64(seed) + 1 })
+			h.addN("a", 1, tc.throttles)
+			for range tc.throttles {
+				d, ok, wake := h.next()
+				if !ok { // after the gate of the throttle before
+					h.now = wake
+					d = h.mustNext()
+				}
+				h.observe(d, 429, "")
+			}
+			gi := h.snap("a").GateIn
+			require.LessOrEqual(t, gi, tc.window)
+			sum += gi
+			lo, hi = min(lo, gi), max(hi, gi)
+		}
+		mean := sum / samples
+		assert.InDelta(t, float64(tc.window/2), float64(mean), float64(tc.window)/20,
+			"after %d throttles the mean wait is half the window", tc.throttles)
+		assert.Less(t, lo, tc.window/20, "the draw reaches down to 0")
+		assert.Greater(t, hi, tc.window*19/20, "the draw reaches up to the window")
+	}
+}
+
 func TestGovernor_G5_OnlyThrottleStatusesThrottle(t *testing.T) {
 	tun := fast()
 	tun.ThrottleStatuses = []int{418}

@@ -119,6 +119,46 @@ func TestRetry_R2_DecisionsFromObserve(t *testing.T) {
 	}
 }
 
+// R1 through the core: a job's n-th failed attempt puts its next one off by
+// the policy's delay for n-1 (the first retry waits base), growing as the
+// strategy says, jitter in [0, d/2] on top, capped by max.
+func TestRetry_R1_CoreDelaysGrowWithAttempts(t *testing.T) {
+	for _, tc := range []struct {
+		name     Strategy
+		policy   RetryPolicy
+		attempts []int
+		want     []time.Duration // without jitter
+	}{
+		{Exponential, RetryPolicy{MaxAttempts: 10, Strategy: Exponential, Base: time.Second, Max: 10 * time.Second, Jitter: true},
+			[]int{1, 2, 3, 4, 5}, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 10 * time.Second}},
+		{Linear, RetryPolicy{MaxAttempts: 10, Strategy: Linear, Base: time.Second, Jitter: false},
+			[]int{1, 2, 3}, []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}},
+		{Fixed, RetryPolicy{MaxAttempts: 10, Strategy: Fixed, Base: 3 * time.Second, Jitter: false},
+			[]int{1, 4}, []time.Duration{3 * time.Second, 3 * time.Second}},
+	} {
+		t.Run(tc.name.String(), func(t *testing.T) {
+			tun := fast()
+			tun.Retry = tc.policy
+			for i, n := range tc.attempts {
+				h := newHarness(t, tun)
+				h.addN("a", 1, 1)
+				dec := h.c.Observe(h.mustNext(), Outcome{Status: 500, Attempts: n}, h.now)
+				require.True(t, dec.Retry)
+				got := dec.NotBefore.Sub(h.now)
+				hi := tc.want[i]
+				if tc.policy.Jitter {
+					hi = hi + hi/2
+					if tc.policy.Max > 0 {
+						hi = min(hi, tc.policy.Max)
+					}
+				}
+				assert.GreaterOrEqual(t, got, tc.want[i], "after attempt %d", n)
+				assert.LessOrEqual(t, got, hi, "after attempt %d", n)
+			}
+		})
+	}
+}
+
 func TestRetry_R3_ThrottleDoesNotUseAttempts(t *testing.T) {
 	h := newHarness(t, fast())
 	h.addN("a", 1, 1)
