@@ -352,6 +352,12 @@ func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	rep = r.add("http://127.0.0.1:1/b")
 	assert.Empty(t, rep.Queued)
 	assert.Len(t, rep.Duplicates, 1)
+	// Spellings of one URL are one job: host case, the default port, a fragment.
+	rep = r.add("http://Files.Example/c.bin")
+	require.Len(t, rep.Queued, 1)
+	rep = r.add("HTTP://files.example:80/c.bin", "http://FILES.example/c.bin#part2")
+	assert.Empty(t, rep.Queued)
+	assert.Equal(t, []string{"http://files.example/c.bin", "http://files.example/c.bin"}, rep.Duplicates)
 }
 
 func hostOf(t *testing.T, u string) string {

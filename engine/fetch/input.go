@@ -77,5 +77,25 @@ func parseOne(tok string) (*url.URL, string) {
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, "no host"
 	}
+	canonical(u)
 	return u, ""
+}
+
+// canonical rewrites u in place to the form Heed stores and compares (J2),
+// so that spellings of one URL are one job: the host in lower case, the
+// scheme's default port and an empty port left out, the fragment (which is
+// never sent) dropped. The path and query are kept as given.
+func canonical(u *url.URL) {
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
+		port = ""
+	}
+	if strings.Contains(host, ":") { // IPv6 literal
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	u.Host = host
+	u.Fragment, u.RawFragment = "", ""
 }

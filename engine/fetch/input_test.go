@@ -28,7 +28,11 @@ func TestParseURLList_J1_B16(t *testing.T) {
 		{"relative refused", "example.com/x", nil, []int{1}, []string{"not an absolute URL"}},
 		{"no host", "http:///x", nil, []int{1}, []string{"no host"}},
 		{"bad escape", "http://a/%zz", nil, []int{1}, []string{"not a URL"}},
-		{"upper scheme", "HTTPS://A.example/x", []string{"https://A.example/x"}, nil, nil},
+		{"upper scheme and host", "HTTPS://A.example/x", []string{"https://a.example/x"}, nil, nil},
+		{"J2 one spelling of one URL", "HTTP://Example.COM:80/A?Q=1#top https://Bücher.DE:443/x http://h:/p https://h:443x/",
+			[]string{"http://example.com/A?Q=1", "https://b%C3%BCcher.de/x", "http://h/p"}, []int{1}, []string{"port"}},
+		{"other ports kept", "http://h:443/ https://h:80/ http://[::1]:80/v6 http://[::1]:8080/v6",
+			[]string{"http://h:443/", "https://h:80/", "http://[::1]/v6", "http://[::1]:8080/v6"}, nil, nil},
 		{"line numbers", "http://a/1\n\nftp://x\nhttp://a/2", []string{"http://a/1", "http://a/2"}, []int{3}, []string{"http"}},
 	}
 	for _, tc := range cases {
