@@ -35,9 +35,11 @@
 //
 // # One process (S6)
 //
-// Open takes an OS advisory lock on "<db>.lock" (flock on unix, LockFileEx on Windows) for the
-// life of the DB; a second Open of the same file — from this process or another — fails with
-// ErrLocked. The lock file is left in place on Close: deleting it would race with another Open.
+// Open takes an OS advisory lock for the life of the DB: on unix a flock on the database file
+// itself, whatever name, symlink or hard link it is opened by; elsewhere a lock on "<db>.lock"
+// beside the file's real path (LockFileEx on Windows), left in place on Close since deleting it
+// would race with another Open. A second Open of the same file — from this process or another —
+// fails with ErrLocked.
 // Open never creates a database over a file that is not one — nor adds its tables to another
 // application's SQLite file (PRAGMA application_id is "HEED") — and never deletes -wal or -shm
 // files.
@@ -224,7 +226,7 @@ func open(path string, o options) (_ *DB, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	lock, err := lockFile(path + ".lock")
+	lock, err := lockDatabase(path)
 	if err != nil {
 		return nil, err
 	}

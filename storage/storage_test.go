@@ -126,6 +126,33 @@ func TestOpen_S6_SecondOpenInProcessRefused(t *testing.T) {
 	assert.Equal(t, int64(2), counts[StateQueued])
 }
 
+// S6: the lock is the database file's, not its name's: a symlink or a hard link to an open
+// database is refused too (each name would otherwise get a -wal file of its own, and two writers).
+func TestOpen_S6_OtherNamesOfTheFileRefused(t *testing.T) {
+	db, path := openTest(t)
+	enqueueURLs(t, db, "a.example", "https://a.example/1")
+	dir := t.TempDir()
+	sym, hard := filepath.Join(dir, "symlink.db"), filepath.Join(dir, "hardlink.db")
+	require.NoError(t, os.Symlink(path, sym))
+	names := []string{sym}
+	if err := os.Link(path, hard); err == nil {
+		names = append(names, hard)
+	} else {
+		t.Logf("no hard link here (%v): only the symlink is tried", err)
+	}
+	for _, name := range names {
+		second, err := Open(name)
+		assert.ErrorIs(t, err, ErrLocked, name)
+		if second != nil {
+			second.Close()
+		}
+	}
+	require.NoError(t, db.Close())
+	again, err := Open(sym)
+	require.NoError(t, err, "once the first closes, any name opens it")
+	require.NoError(t, again.Close())
+}
+
 func TestOpen_S6_SecondProcessRefused(t *testing.T) {
 	db, path := openTest(t)
 	run := func() (int, string) {
