@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -165,6 +166,11 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("loading the database's identity: %w", err)
 	}
 	fc.Owner = owner
+	if db, ok := store.(interface{ Files() []string }); ok {
+		// A download never takes the name of the database or of a file
+		// SQLite keeps beside it (a "-journal" would be played into it).
+		fc.Keep = append(slices.Clip(fc.Keep), db.Files()...)
+	}
 	fc.MaxSize, fc.AllowDowngrade, fc.Bandwidth = opt.MaxSize, opt.AllowDowngrade, e.bw
 	f, err := fetch.New(fc)
 	if err != nil {

@@ -341,6 +341,38 @@ func TestEngine_R5_RetryGivesAFreshBudget(t *testing.T) {
 	}
 }
 
+// F1, S2: downloading into the database's own folder, a server cannot name
+// its file after the database or after a file SQLite keeps beside it: a
+// "-journal" there would be played into the database at its next open.
+func TestEngine_F1_DownloadsNeverTakeTheDatabasesNames(t *testing.T) {
+	names := []string{"heed.db", "heed.db-journal", "heed.db-wal", "heed.db-shm", "Heed.DB-Journal"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Disposition", `attachment; filename="`+strings.TrimPrefix(r.URL.Path, "/")+`"`)
+		io.WriteString(w, "not a journal")
+	}))
+	defer srv.Close()
+	base := t.TempDir()
+	r := &rig{t: t, dbPath: filepath.Join(base, "heed.db"), dir: base}
+	r.open(engine.Options{})
+	for _, n := range names {
+		r.add(srv.URL + "/" + n)
+	}
+	r.runIdle()
+	r.close()
+	r.open(engine.Options{Dir: base}) // a journal here would be played now
+	jobs := r.jobs()
+	require.Len(t, jobs, len(names))
+	for _, j := range jobs {
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.NotContains(t, names, j.File, "%s took a name of the database", j.URL)
+		got, err := os.ReadFile(filepath.Join(base, j.File))
+		require.NoError(t, err)
+		assert.Equal(t, "not a journal", string(got))
+	}
+	_, err := os.Lstat(filepath.Join(base, "heed.db-journal"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
 // J2: pasting the same URLs twice queues them once.
 func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	r := newRig(t, engine.Options{})

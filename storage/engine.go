@@ -288,3 +288,6 @@ func (s engineStore) LoadHosts(ctx context.Context) ([]engine.HostState, error) 
 }
 
 func (s engineStore) Flush(ctx context.Context) error { return s.db.Flush(ctx) }
+
+// Files lists the database's files, which downloads never take the names of.
+func (s engineStore) Files() []string { return s.db.Files() }

@@ -391,6 +391,25 @@ func checkIdentity(ctx context.Context, db *sql.DB) error {
 // Path returns the absolute path of the database file.
 func (db *DB) Path() string { return db.path }
 
+// Files returns the paths of the files this database lives in: the database, and the rollback
+// journal, WAL, shared-memory and lock files SQLite and Heed may keep beside it, at the path it
+// was opened by and, when that goes through a symlink, at the file's real path too. Nothing else
+// may ever write them: a file named like the journal would be played into the database at its
+// next open.
+func (db *DB) Files() []string {
+	paths := []string{db.path}
+	if real, err := filepath.EvalSymlinks(db.path); err == nil && real != db.path {
+		paths = append(paths, real)
+	}
+	var out []string
+	for _, p := range paths {
+		for _, suffix := range []string{"", "-journal", "-wal", "-shm", ".lock"} {
+			out = append(out, p+suffix)
+		}
+	}
+	return out
+}
+
 // Recovered returns how many jobs Open found active — left so by a crash — and queued again,
 // with their partial file and byte count kept for resume (S2).
 func (db *DB) Recovered() int64 { return db.recovered }

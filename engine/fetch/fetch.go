@@ -41,6 +41,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -81,6 +82,10 @@ const MaxHops = 10
 //     (Heed's database): each part file created for a Request with a Job is
 //     marked with Owner and that job (see OwnedParts). Where the file system
 //     cannot hold the mark, parts are created unmarked.
+//   - Keep lists files that are never written, whatever name a server gives
+//     its file: Heed's database and the files SQLite keeps beside it. Those
+//     in Dir are never taken as a part or final name (compared without
+//     regard to case); a download that would take one gets "name (1)".
 type Config struct {
 	Dir            string
 	Version        string
@@ -97,6 +102,7 @@ type Config struct {
 	FreeSpace func() (int64, error)
 	Bandwidth *rate.Limiter
 	Owner     string
+	Keep      []string
 }
 
 // Default N1 timeouts.
@@ -238,7 +244,8 @@ type Fetcher struct {
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
 	owner     string
-	noMarked  atomic.Bool // the system cannot create a part already marked
+	keep      map[string]bool // lower-case names in the folder never taken (Config.Keep)
+	noMarked  atomic.Bool     // the system cannot create a part already marked
 }
 
 // New opens Config.Dir and builds a Fetcher.
@@ -272,6 +279,7 @@ func New(cfg Config) (*Fetcher, error) {
 		freeSpace: cfg.FreeSpace,
 		bw:        cfg.Bandwidth,
 		owner:     cfg.Owner,
+		keep:      keptNames(dir, cfg.Keep),
 	}
 	if f.ua == "" {
 		v := cfg.Version
@@ -295,6 +303,22 @@ func New(cfg Config) (*Fetcher, error) {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return f, nil
+}
+
+// keptNames returns the lower-case names of the files in paths that are in
+// the folder dir.
+func keptNames(dir *os.File, paths []string) map[string]bool {
+	here, err := dir.Stat()
+	if err != nil {
+		return nil
+	}
+	keep := map[string]bool{}
+	for _, p := range paths {
+		if st, err := os.Stat(filepath.Dir(p)); err == nil && os.SameFile(st, here) {
+			keep[strings.ToLower(filepath.Base(p))] = true
+		}
+	}
+	return keep
 }
 
 // orDefault maps 0 to def and negative durations to 0 (disabled).

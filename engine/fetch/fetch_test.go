@@ -960,3 +960,34 @@ func BenchmarkSHA256_256KiBPieces(b *testing.B) {
 	}
 	h.Sum(nil)
 }
+
+// F1: names the folder keeps for Heed's database (Config.Keep) are never taken by a download,
+// whatever the server calls its file and in whatever case: a file named like the database's
+// rollback journal would be played into the database at its next open. A kept file in another
+// folder keeps no name here.
+func TestFetch_F1_KeptNamesNeverTaken(t *testing.T) {
+	cases := []struct{ cd, want string }{
+		{"heed.db-journal", "heed (1).db-journal"},
+		{"HEED.DB-JOURNAL", "HEED (1).DB-JOURNAL"},
+		{"heed.db", "heed (1).db"},
+		{"heed.db-wal", "heed (1).db-wal"},
+		{"notes", "notes (1)"}, // its part name, notes.part, is kept
+		{"other.db-journal", "other.db-journal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.cd, func(t *testing.T) {
+			e := newEnv(t, func(c *Config) {
+				dl := c.Dir
+				outside := filepath.Join(filepath.Dir(dl), "outside")
+				c.Keep = []string{filepath.Join(dl, "heed.db"), filepath.Join(dl, "heed.db-journal"),
+					filepath.Join(dl, "heed.db-wal"), filepath.Join(dl, "notes.part"),
+					filepath.Join(outside, "other.db-journal")}
+			})
+			ts, _ := serveFile(t, "payload", "", map[string]string{"Content-Disposition": `attachment; filename="` + tc.cd + `"`})
+			res := e.do(ts.URL+"/files/x", nil)
+			require.Equal(t, OK, res.Class, "%v", res.Err)
+			assert.Equal(t, tc.want, res.File)
+			assert.Equal(t, map[string]string{tc.want: "payload"}, e.files())
+		})
+	}
+}

@@ -45,6 +45,18 @@ func candidates(name string, yield func(string) bool) {
 	}
 }
 
+// candidates is the package's candidates with suffix added to each name,
+// leaving out the names the folder keeps for others (Config.Keep).
+func (f *Fetcher) candidates(name, suffix string, yield func(string) bool) {
+	candidates(name, func(c string) bool {
+		c += suffix
+		if f.keep[strings.ToLower(c)] {
+			return true
+		}
+		return yield(c)
+	})
+}
+
 // splitExt splits "a.tar.gz" into "a", ".tar.gz" and "photo.jpg" into
 // "photo", ".jpg". A name without a dot (or only a leading one) has no
 // extension.
@@ -68,7 +80,7 @@ func splitExt(name string) (stem, ext string) {
 // (createMarkedPart); elsewhere just after.
 func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 	parts := func(yield func(string) bool) {
-		candidates(name, func(c string) bool { return yield(c + partSuffix) })
+		f.candidates(name, partSuffix, yield)
 	}
 	mark := ""
 	if f.owner != "" && job > 0 && f.dir != nil {
@@ -346,7 +358,7 @@ func (f *Fetcher) sameAs(st fs.FileInfo, file string) (found string) {
 // the first that is not a free name.
 func (f *Fetcher) eachTaken(file string, fn func(c string, st fs.FileInfo) (more bool, err error)) error {
 	var err error
-	candidates(file, func(c string) bool {
+	f.candidates(file, "", func(c string) bool {
 		st, lerr := f.root.Lstat(c)
 		if lerr != nil {
 			if !errors.Is(lerr, fs.ErrNotExist) {
@@ -440,7 +452,7 @@ func (f *Fetcher) pick(base string, taken map[string]bool) (string, error) {
 		free string
 		err  error
 	)
-	candidates(base, func(c string) bool {
+	f.candidates(base, "", func(c string) bool {
 		if taken[c] {
 			return true
 		}
@@ -485,7 +497,7 @@ func (f *Fetcher) name(part, first string) (string, error) {
 		noRename = f.dir == nil
 		renamed  bool
 	)
-	candidates(first, func(c string) bool {
+	f.candidates(first, "", func(c string) bool {
 		if !noRename {
 			err := renameNoReplace(f.dir, part, c)
 			if err == nil {
