@@ -126,6 +126,16 @@ func TestMain_HostEditsArePersisted(t *testing.T) {
 	assert.False(t, st.Paused)
 	assert.Equal(t, engine.Closed, st.Breaker)
 	assert.Equal(t, 6.0, st.Effective.RatePerMin, "retuning survives")
+
+	// A URL names its host (its scheme's default port left out), not a host called "http".
+	for _, arg := range []string{"http://Example.com/some/file.bin", "https://example.com:8443/x", "http://[::1]:80/"} {
+		want, err := engine.HostKey(arg)
+		require.NoError(t, err)
+		code, out, stderr = run(t, "", "host", "--db", db, arg, "--json")
+		require.Equal(t, ExitOK, code, stderr)
+		require.NoError(t, json.Unmarshal([]byte(out), &st))
+		assert.Equal(t, want, st.Host, arg)
+	}
 }
 
 func TestJitterFlag(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"heed/engine"
 	"heed/storage"
@@ -33,7 +34,7 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 	if *pause && *resume {
 		return usageErr(env, "host: --pause and --resume together make no sense")
 	}
-	host, err := engine.HostKey("http://" + pos[0] + "/")
+	host, err := hostArg(pos[0])
 	if err != nil {
 		return usageErr(env, "host: %q is not a host name: %v", pos[0], err)
 	}
@@ -101,4 +102,13 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		own, t.RatePerMin, t.Burst, t.MaxInflight, t.JitterMin, t.JitterMax, t.BackoffBase, t.BackoffMax,
 		t.FailureThreshold, t.RecoveryTimeout, t.Retry.MaxAttempts, t.Retry.Strategy)
 	return ExitOK
+}
+
+// hostArg is the host key of a HOST argument: a host, a host:port, or a URL
+// pasted whole (https://example.com/a names example.com).
+func hostArg(arg string) (string, error) {
+	if strings.Contains(arg, "://") {
+		return engine.HostKey(arg)
+	}
+	return engine.HostKey("http://" + arg + "/")
 }
