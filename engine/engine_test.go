@@ -373,6 +373,19 @@ func TestEngine_F1_DownloadsNeverTakeTheDatabasesNames(t *testing.T) {
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
+// J1: every rejected line is reported with its line number, host checks
+// included, in the order of the text.
+func TestEngine_J1_RejectsNameTheirLines(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	rep := r.add("http://a.example/1", "ftp://b.example/2", "http://127.0.0.2:99999/x", "https://xn--/y", "nope")
+	assert.Len(t, rep.Queued, 1)
+	var lines []int
+	for _, rj := range rep.Rejected {
+		lines = append(lines, rj.Line)
+	}
+	assert.Equal(t, []int{2, 3, 4, 5}, lines)
+}
+
 // J2: pasting the same URLs twice queues them once.
 func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	r := newRig(t, engine.Options{})

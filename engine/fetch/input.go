@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Reject is one token of pasted text that is not an acceptable URL, with the
@@ -15,6 +16,16 @@ type Reject struct {
 	Reason string
 }
 
+// Parsed is one URL of pasted text with the 1-based line it was on.
+type Parsed struct {
+	URL  *url.URL
+	Line int
+}
+
+// maxRejectText is how much of a rejected token a Reject repeats: enough to
+// recognise it, not a whole pasted file that had no line breaks.
+const maxRejectText = 200
+
 // ParseURLList splits pasted text into URLs (SPEC J1). URLs are separated by
 // spaces, tabs or line breaks ("\n" or "\r\n"); blank lines are skipped. Only
 // absolute http and https URLs with a host are accepted. A token holding a
@@ -24,7 +35,7 @@ type Reject struct {
 //
 // It runs in linear time; a 100,000-line paste takes milliseconds (see
 // BenchmarkParseURLList).
-func ParseURLList(text string) (urls []*url.URL, rejects []Reject) {
+func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
 	line := 0
 	for len(text) > 0 {
 		var l string
@@ -38,13 +49,26 @@ func ParseURLList(text string) (urls []*url.URL, rejects []Reject) {
 		for _, tok := range strings.FieldsFunc(l, isSeparator) {
 			u, why := parseOne(tok)
 			if why != "" {
-				rejects = append(rejects, Reject{Line: line, Text: tok, Reason: why})
+				rejects = append(rejects, Reject{Line: line, Text: Excerpt(tok), Reason: why})
 				continue
 			}
-			urls = append(urls, u)
+			urls = append(urls, Parsed{URL: u, Line: line})
 		}
 	}
 	return urls, rejects
+}
+
+// Excerpt is tok as a Reject repeats it: whole, or its first
+// maxRejectText bytes (not cutting a character) and "…".
+func Excerpt(tok string) string {
+	if len(tok) <= maxRejectText {
+		return tok
+	}
+	cut := maxRejectText
+	for cut > 0 && !utf8.RuneStart(tok[cut]) {
+		cut--
+	}
+	return tok[:cut] + "…"
 }
 
 // isSeparator reports the characters that separate URLs: spaces and tabs,

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,8 +40,8 @@ func TestParseURLList_J1_B16(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			urls, rejects := ParseURLList(tc.text)
 			var got []string
-			for _, u := range urls {
-				got = append(got, u.String())
+			for _, p := range urls {
+				got = append(got, p.URL.String())
 			}
 			assert.Equal(t, tc.want, got)
 			require.Len(t, rejects, len(tc.rejectLines))
@@ -53,12 +54,28 @@ func TestParseURLList_J1_B16(t *testing.T) {
 	}
 }
 
+// J1: a rejected token is repeated up to 200 bytes, never cut inside a character, so that a
+// pasted file without line breaks is not echoed whole.
+func TestParseURLList_J1_LongRejectShortened(t *testing.T) {
+	long := "ftp://x/" + strings.Repeat("é", 5_000_000)
+	_, rejects := ParseURLList("http://a/1\n" + long)
+	require.Len(t, rejects, 1)
+	r := rejects[0]
+	assert.Equal(t, 2, r.Line)
+	assert.LessOrEqual(t, len(r.Text), maxRejectText+len("…"))
+	assert.True(t, strings.HasPrefix(r.Text, "ftp://x/éé"))
+	assert.True(t, strings.HasSuffix(r.Text, "é…"), "cut between characters")
+	assert.True(t, utf8.ValidString(r.Text))
+	assert.Equal(t, "http://a/1", Excerpt("http://a/1"), "short ones whole")
+}
+
 func TestParseURLList_J1_HundredThousandLines(t *testing.T) {
 	text := pasteOf(100_000)
 	urls, rejects := ParseURLList(text)
 	assert.Len(t, urls, 100_000)
 	assert.Empty(t, rejects)
-	assert.Equal(t, "https://host9.example/file/99999.bin", urls[99_999].String())
+	assert.Equal(t, "https://host9.example/file/99999.bin", urls[99_999].URL.String())
+	assert.Equal(t, 100_000, urls[99_999].Line)
 }
 
 func pasteOf(n int) string {
