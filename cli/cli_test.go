@@ -216,3 +216,38 @@ func TestGet_ReportsEachDownloadUnlessQuiet(t *testing.T) {
 		})
 	}
 }
+
+// J2, R5: a URL given again whose job already ended is not fetched again unless --again, and
+// get says so, with the flag; a failed one keeps the exit status at 1.
+func TestGet_EndedJobsGivenAgainSaySo(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing.txt" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("hello"))
+	}))
+	t.Cleanup(ts.Close)
+	dir := t.TempDir()
+	get := func(urls ...string) (int, string) {
+		args := append([]string{"get", "--db", filepath.Join(dir, "h.db"), "--dir", filepath.Join(dir, "dl"),
+			"--rate", "6000", "--jitter", "0-0"}, urls...)
+		code, _, stderr := run(t, "", args...)
+		return code, stderr
+	}
+	code, stderr := get(ts.URL+"/ok.txt", ts.URL+"/missing.txt")
+	require.Equal(t, ExitFailed, code, stderr)
+
+	code, stderr = get(ts.URL + "/ok.txt")
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "already downloaded, not fetched again (--again fetches it): "+ts.URL+"/ok.txt")
+
+	code, stderr = get(ts.URL + "/missing.txt")
+	assert.Equal(t, ExitFailed, code, "what was asked for is still failed: %s", stderr)
+	assert.Contains(t, stderr, "already failed, not fetched again (--again fetches it): "+ts.URL+"/missing.txt")
+
+	code, stderr = get("--again", ts.URL+"/ok.txt")
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.NotContains(t, stderr, "not fetched again")
+	assert.Contains(t, stderr, "queued again 1")
+}

@@ -104,6 +104,9 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 			}
 			requeued = len(ids)
 		}
+		if !*again && heldBack(env, rep, quiet) {
+			rejected = true // what was asked for stays failed: exit 1
+		}
 		fmt.Fprintf(env.Stderr, "queued %d, duplicates %d (queued again %d), rejected %d\n",
 			len(rep.Queued), len(rep.Duplicates), requeued, len(rep.Rejected))
 		if len(rep.Queued) == 0 && len(rep.Duplicates) == 0 {
@@ -138,6 +141,37 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// heldBack says which of the URLs given are not downloaded again because
+// their jobs already ended (J2): failed or cancelled ones always, done ones
+// unless quiet, each with the flag that would download it again. It reports
+// whether any had failed or been cancelled.
+func heldBack(env Env, rep engine.AddReport, quiet bool) (failed bool) {
+	const shown = 10
+	n := 0
+	for i, u := range rep.Duplicates {
+		var why string
+		switch st := rep.DuplicateStates[i]; st {
+		case engine.JobFailed, engine.JobCancelled:
+			failed = true
+			why = "already " + string(st)
+		case engine.JobDone:
+			if quiet {
+				continue
+			}
+			why = "already downloaded"
+		default:
+			continue
+		}
+		if n++; n <= shown {
+			fmt.Fprintf(env.Stderr, "heed: %s, not fetched again (--again fetches it): %s\n", why, u)
+		}
+	}
+	if n > shown {
+		fmt.Fprintf(env.Stderr, "heed: … and %d more not fetched again\n", n-shown)
+	}
+	return failed
 }
 
 // progress shows what get is doing: bars redrawn in place on a terminal,

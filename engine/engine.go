@@ -1089,7 +1089,9 @@ func (e *Engine) Active() []Active {
 type AddReport struct {
 	Queued     []int64
 	Duplicates []string
-	Rejected   []fetch.Reject
+	// DuplicateStates is the state of the job of each of Duplicates.
+	DuplicateStates []JobState
+	Rejected        []fetch.Reject
 }
 
 // Add parses text (URLs separated by whitespace or lines), queues the new
@@ -1117,6 +1119,7 @@ func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
 	for i, it := range items {
 		if it.Duplicate {
 			rep.Duplicates = append(rep.Duplicates, jobs[i].URL)
+			rep.DuplicateStates = append(rep.DuplicateStates, it.State)
 			continue
 		}
 		rep.Queued = append(rep.Queued, it.ID)
