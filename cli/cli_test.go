@@ -251,3 +251,38 @@ func TestGet_EndedJobsGivenAgainSaySo(t *testing.T) {
 	assert.NotContains(t, stderr, "not fetched again")
 	assert.Contains(t, stderr, "queued again 1")
 }
+
+// G9, N2: get ends, exit 1, when a download waits at a redirect to a host the person paused,
+// and says which; no partial file is claimed where none was written.
+func TestGet_RedirectToPausedHostExits1(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("moved"))
+	}))
+	t.Cleanup(target.Close)
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/f.bin", http.StatusFound)
+	}))
+	t.Cleanup(origin.Close)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	code, _, stderr := run(t, "", "host", "--db", db, target.URL, "--pause")
+	require.Equal(t, ExitOK, code, stderr)
+
+	done := make(chan struct{})
+	var stdout string
+	go func() {
+		defer close(done)
+		code, stdout, stderr = run(t, "", "get", "--db", db, "--dir", filepath.Join(dir, "dl"),
+			"--rate", "6000", "--jitter", "0-0", origin.URL+"/f.bin")
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("get still waits for the paused host after a minute")
+	}
+	assert.Equal(t, ExitFailed, code, stderr)
+	assert.Contains(t, stdout, "stopped  "+origin.URL+"/f.bin: redirected to "+target.URL+"/f.bin")
+	assert.Contains(t, stdout, "is paused")
+	assert.NotContains(t, stdout, "partial file kept")
+	assert.Contains(t, stderr, "held by paused hosts")
+}

@@ -216,7 +216,14 @@ func (p *progress) jobEnded(j engine.JobEnd) {
 		}
 	case "canceled":
 		if !p.quiet {
-			fmt.Fprintf(w, "stopped  %s (partial file kept)\n", j.URL)
+			why := ""
+			if j.Err != "" {
+				why = ": " + j.Err
+			}
+			if j.Bytes > 0 {
+				why += " (partial file kept)"
+			}
+			fmt.Fprintf(w, "stopped  %s%s\n", j.URL, why)
 		}
 	}
 }

@@ -72,6 +72,7 @@ type Engine struct {
 	log   *slog.Logger
 
 	running atomic.Int64  // attempts in progress
+	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
 	done    chan struct{} // an attempt ended (buffered 1)
 	urgent  atomic.Bool   // a host event happened: write host states now
 
@@ -128,6 +129,10 @@ type JobEnd struct {
 
 // errUserStop is the cancellation cause when a person paused or cancelled a job.
 var errUserStop = errors.New("stopped by the user")
+
+// errHeld is the cancellation cause of attempts whose redirect waits for a
+// paused host when RunUntilIdle finds nothing else runnable.
+var errHeld = errors.New("held by a paused host")
 
 // New builds an engine over store: it restores every host's persisted
 // politeness state and queues every queued job into the scheduler.
@@ -436,8 +441,11 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 		// that ended since the core was asked may have queued its job
 		// again (before it stopped counting as running), so the core is
 		// asked once more before that is believed.
-		if untilIdle && len(batch) == 0 && wake.IsZero() && e.running.Load() == 0 {
+		if untilIdle && len(batch) == 0 && wake.IsZero() && e.running.Load() == e.held.Load() {
 			if idle {
+				if e.held.Load() > 0 {
+					interrupt(errHeld) // they wait for the person, who resumes a host in a later run
+				}
 				return e.stop(nil)
 			}
 			idle = true
@@ -734,6 +742,12 @@ func (e *Engine) persistHosts() {
 // finished marks an attempt goroutine as ended and wakes the loop.
 func (e *Engine) finished() {
 	e.running.Add(-1)
+	e.wakeLoop()
+}
+
+// wakeLoop has the run loop look again at what runs (e.done holds one
+// wake-up for any number).
+func (e *Engine) wakeLoop() {
 	select {
 	case e.done <- struct{}{}:
 	default:
@@ -824,7 +838,11 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			hop, err := e.acquireHop(jctx, next)
 			if err != nil {
 				notes.end()
-				e.finish(job, Decision{}, res, end, next.String(), "canceled")
+				var dec Decision
+				if errors.Is(err, errHeld) {
+					dec.Reason = err.Error()
+				}
+				e.finish(job, dec, res, end, next.String(), "canceled")
 				return
 			}
 			d = hop
@@ -950,6 +968,12 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 	if err != nil {
 		return Dispatch{}, err
 	}
+	held := false // counted in e.held: waiting for the host's pause to end
+	defer func() {
+		if held {
+			e.held.Add(-1)
+		}
+	}()
 	for {
 		d, ok, wake := e.core.AcquireHop(host, time.Now())
 		if ok {
@@ -959,10 +983,22 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 		if !wake.IsZero() {
 			wait = max(time.Until(wake), 0)
 		}
+		if paused := wake.IsZero() && e.core.HostPaused(host); paused != held {
+			held = paused
+			if held {
+				e.held.Add(1)
+				e.wakeLoop() // it may be all that is left running
+			} else {
+				e.held.Add(-1)
+			}
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if err := context.Cause(ctx); errors.Is(err, errHeld) {
+				return Dispatch{}, fmt.Errorf("redirected to %s, whose host %s is paused: %w", target.Redacted(), host, err)
+			}
 			return Dispatch{}, context.Cause(ctx)
 		case <-t.C:
 		}

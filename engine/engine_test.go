@@ -14,7 +14,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -384,6 +386,43 @@ func TestEngine_J1_RejectsNameTheirLines(t *testing.T) {
 		lines = append(lines, rj.Line)
 	}
 	assert.Equal(t, []int{2, 3, 4, 5}, lines)
+}
+
+// G9, N2: RunUntilIdle (heed get) ends when what is left waits for a paused
+// host, also when it waits in the middle of an attempt, at a redirect to
+// that host. The job stays queued, and says why.
+func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "moved here")
+	}))
+	defer target.Close()
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/file.bin", http.StatusFound)
+	}))
+	defer origin.Close()
+	var mu sync.Mutex
+	var ends []engine.JobEnd
+	r := newRig(t, engine.Options{OnJob: func(j engine.JobEnd) { mu.Lock(); ends = append(ends, j); mu.Unlock() }})
+	r.eng.Core().PauseHost(hostOf(t, target.URL), "by hand")
+	r.add(origin.URL+"/file.bin", origin.URL+"/other.bin")
+	r.runIdle()
+
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateQueued, j.State, j.URL)
+	}
+	mu.Lock()
+	got := slices.Clone(ends)
+	mu.Unlock()
+	require.Len(t, got, 2)
+	for _, j := range got {
+		assert.Equal(t, "canceled", j.Outcome)
+		assert.Contains(t, j.Err, "is paused")
+	}
+	r.eng.Core().ResumeHost(hostOf(t, target.URL))
+	r.runIdle()
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+	}
 }
 
 // J2: pasting the same URLs twice queues them once.

@@ -845,6 +845,14 @@ func (c *Core) ResumeHost(host string) {
 	c.signal()
 }
 
+// HostPaused reports whether host is paused (G9).
+func (c *Core) HostPaused(host string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.lookup(host)
+	return h != nil && h.paused
+}
+
 // PauseAll stops all dispatching (U7) without touching any host's own
 // pause; ResumeAll undoes it.
 func (c *Core) PauseAll() {
