@@ -110,6 +110,9 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
 	}
+	if err == nil {
+		err = cli.CheckFolder(dir)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,6 +197,22 @@ func downloadDir(env Env, c *common) (string, int) {
 		return "", ExitUnusable
 	}
 	return abs, ExitOK
+}
+
+// CheckFolder tells whether Heed can create files in the download folder
+// dir, by creating and removing an empty one: a read-only or foreign folder
+// is reported before any download starts and fails for it (exit 3).
+func CheckFolder(dir string) error {
+	f, err := os.CreateTemp(dir, ".heed-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("download folder %s: cannot create files there: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // readURLs collects the URL text of get and add: arguments, -i FILE, or -

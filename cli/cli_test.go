@@ -286,3 +286,23 @@ func TestGet_RedirectToPausedHostExits1(t *testing.T) {
 	assert.NotContains(t, stdout, "partial file kept")
 	assert.Contains(t, stderr, "held by paused hosts")
 }
+
+// §9, RELIABILITY 35: a download folder Heed cannot create files in is unusable (exit 3),
+// found before any download starts, so that no job fails for it: queued jobs stay queued.
+func TestGet_UnwritableFolderExits3(t *testing.T) {
+	folder := filepath.Join(t.TempDir(), "ro")
+	require.NoError(t, os.Mkdir(folder, 0o555))
+	if os.Geteuid() == 0 { // root writes through file modes: take a folder no one can create files in
+		folder = "/proc"
+	}
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "add", "--db", db, "http://127.0.0.1:9/a.bin")
+	require.Equal(t, ExitOK, code, stderr)
+	code, _, stderr = run(t, "", "get", "--db", db, "--dir", folder)
+	assert.Equal(t, ExitUnusable, code, stderr)
+	assert.Contains(t, stderr, "download folder "+folder+": cannot create files there")
+
+	code, out, stderr := run(t, "", "jobs", "--db", db, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, `"state":"queued"`, "the job waits for a run with a usable folder")
+}

@@ -71,6 +71,12 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	if code != ExitOK {
 		return code
 	}
+	if download {
+		if err := CheckFolder(dir); err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+	}
 	p := newProgress(env)
 	p.quiet = quiet
 	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{
