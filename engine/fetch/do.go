@@ -133,6 +133,10 @@ func (a *attempt) run(parent context.Context) {
 
 	resp, err := a.f.client.Do(hreq)
 	if err != nil {
+		if why, bad := malformed(err); bad {
+			a.fail(Refused, false, why)
+			return
+		}
 		a.failErr(err, false)
 		return
 	}
@@ -578,6 +582,18 @@ func classify(parent, reqCtx context.Context, err error, inBody bool) (Class, bo
 		return Truncated, true
 	}
 	return Transport, true
+}
+
+// malformed recognises a redirect whose Location net/http could not parse,
+// which it reports as an error of the exchange: it is refused at once (A8,
+// R2) like one Heed parses and refuses itself (see redirect), not retried as
+// a broken connection. Responses whose framing is malformed stay connection
+// errors (B15).
+func malformed(err error) (error, bool) {
+	if strings.Contains(err.Error(), "failed to parse Location header") {
+		return fmt.Errorf("redirect to an unparsable Location: %w", err), true
+	}
+	return nil, false
 }
 
 // parseContentRange parses "bytes first-last/total" (total may be "*",

@@ -991,3 +991,22 @@ func TestFetch_F1_KeptNamesNeverTaken(t *testing.T) {
 		})
 	}
 }
+
+// R2, A8: a redirect whose Location net/http cannot parse is refused at once with the reason,
+// as one Heed refuses itself, not retried as a broken connection.
+func TestFetch_R2_UnparsableLocationRefused(t *testing.T) {
+	for _, loc := range []string{"http://[::1", "http://a b/%zz"} {
+		t.Run(loc, func(t *testing.T) {
+			e := newEnv(t, nil)
+			base, _ := rawServer(t, func(conn net.Conn, _ *http.Request, _ int) {
+				io.WriteString(conn, "HTTP/1.1 302 Found\r\nLocation: "+loc+"\r\nContent-Length: 0\r\n\r\n")
+			})
+			res := e.do(base+"/file.bin", nil)
+			assert.Equal(t, Refused, res.Class, "%v", res.Err)
+			assert.False(t, res.Retryable, "not retried")
+			require.Error(t, res.Err)
+			assert.Contains(t, res.Err.Error(), "unparsable Location")
+			assert.Empty(t, e.files())
+		})
+	}
+}
