@@ -217,8 +217,11 @@ func (p *progress) jobEnded(j engine.JobEnd) {
 	case "retry", "throttled":
 		p.retried++
 		if !p.quiet {
-			wait := time.Until(j.NotBefore).Round(100 * time.Millisecond)
-			fmt.Fprintf(w, "%-8s %s: %s; next try in %s\n", j.Outcome, j.URL, j.Err, max(wait, 0))
+			next := fmt.Sprintf("next try in %s", max(time.Until(j.NotBefore).Round(100*time.Millisecond), 0))
+			if j.Held {
+				next = "host paused: next try once it is resumed (heed host " + j.Host + " --resume)"
+			}
+			fmt.Fprintf(w, "%-8s %s: %s; %s\n", j.Outcome, j.URL, j.Err, next)
 		}
 	case "canceled":
 		if !p.quiet {

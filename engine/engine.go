@@ -125,6 +125,7 @@ type JobEnd struct {
 	SHA256    string
 	Err       string    // why it did not complete
 	NotBefore time.Time // retry, throttled: the earliest next try
+	Held      bool      // retry, throttled: the host is paused; the next try waits for its resume
 }
 
 // errUserStop is the cancellation cause when a person paused or cancelled a job.
@@ -1046,7 +1047,7 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 	}
 	if e.opt.OnJob != nil {
 		end := JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File, Bytes: res.Bytes,
-			SHA256: res.SHA256, NotBefore: dec.NotBefore}
+			SHA256: res.SHA256, NotBefore: dec.NotBefore, Held: dec.Held}
 		if outcome != "ok" {
 			end.Err = dec.Reason
 			if end.Err == "" && res.Err != nil {

@@ -273,13 +273,22 @@ func TestEngine_G9_LongRetryAfterPausesHost(t *testing.T) {
 		{Name: "throttling", Behavior: demo.Throttling, RetryAfter: 48 * time.Hour, ThrottleEvery: 1},
 	}}
 	srv := startDemo(t, cfg)
-	r := newRig(t, engine.Options{})
+	var mu sync.Mutex
+	var ends []engine.JobEnd
+	r := newRig(t, engine.Options{OnJob: func(j engine.JobEnd) { mu.Lock(); ends = append(ends, j); mu.Unlock() }})
 	r.add(srv.URLs()...)
 	r.runIdle()
 	host := hostOf(t, srv.URLs()[0])
 	snap, ok := r.eng.Core().HostSnapshot(host)
 	require.True(t, ok)
 	assert.True(t, snap.Paused)
+	mu.Lock()
+	require.NotEmpty(t, ends)
+	for _, j := range ends {
+		assert.Equal(t, "throttled", j.Outcome)
+		assert.True(t, j.Held, "the next try waits for the host's resume, not for a time")
+	}
+	mu.Unlock()
 	assert.Contains(t, snap.PauseReason, "Retry-After")
 	for _, j := range r.jobs() {
 		assert.Equal(t, storage.StateQueued, j.State)

@@ -185,6 +185,10 @@ type Outcome struct {
 type Decision struct {
 	Retry     bool
 	NotBefore time.Time
+	// Held: the job's host is paused (by the person, or by a Retry-After
+	// over max_retry_after), so the retry waits for its resume, not for
+	// NotBefore.
+	Held      bool
 	Throttled bool
 	Fail      bool
 	Reason    string
@@ -718,6 +722,7 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 	}
 	dec.Level = h.level
 	dec.Breaker = h.br.state
+	dec.Held = dec.Retry && h.paused
 	c.place(h, now, nowM)
 	c.unlock()
 	c.signal()
