@@ -825,15 +825,19 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		switch {
 		case res.Redirect != nil && res.Class == fetch.OK:
 			next = res.Redirect
-		case res.Class == fetch.ResumeRejected:
+		case res.Class == fetch.ResumeRejected, res.Class == fetch.MoreRanges:
 			// The server's range did not fit the part, which the fetcher
-			// emptied: ask again from zero (F5), paced like any request.
+			// emptied: ask again from zero (F5); or it sent less than the
+			// rest: ask for what is still missing. Paced like any request.
 			next = req.URL
 		}
 		if next != nil {
 			label := "redirect"
-			if res.Redirect == nil {
+			switch res.Class {
+			case fetch.ResumeRejected:
 				label = "restart"
+			case fetch.MoreRanges:
+				label = "partial"
 			}
 			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
 			hop, err := e.acquireHop(jctx, next)
@@ -852,6 +856,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 			}
 			req.URL = next
 			req.Part, req.ETag, req.LastModified, req.Size = res.Part, res.ETag, res.LastModified, res.Size
+			req.Digest = res.Digest
 			continue
 		}
 		outcome := "failed"
@@ -1083,7 +1088,7 @@ func (e *Engine) attemptRecord(job JobRecord, n int, u, host string, start, end 
 // classOf maps the fetcher's outcome classes onto the core's (R2, B1).
 func classOf(res fetch.Result) ErrClass {
 	switch res.Class {
-	case fetch.OK, fetch.ResumeRejected: // a rejected resume is still a good response
+	case fetch.OK, fetch.ResumeRejected, fetch.MoreRanges: // still good responses
 		return ClassNone
 	case fetch.HTTPStatus:
 		return ClassHTTPStatus

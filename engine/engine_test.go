@@ -434,6 +434,63 @@ func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
 	}
 }
 
+// F5, R2, B1: a server that answers each Range with less than the rest (a
+// valid 206 capped in size) is asked for the rest within the same attempt,
+// each request paced by the host's governor: no attempt is used up and no
+// failure counted against the host's breaker.
+func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
+	content := strings.Repeat("0123456789abcdef", 1250) // 20,000 bytes
+	var first atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		rg := r.Header.Get("Range")
+		if rg == "" {
+			if first.Swap(true) {
+				http.Error(w, "ranges only now", http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Length", "20000")
+			io.WriteString(w, content[:5000])
+			panic(http.ErrAbortHandler) // the connection drops: a part to resume
+		}
+		var from int
+		fmt.Sscanf(rg, "bytes=%d-", &from)
+		to := min(from+1000, len(content)) - 1
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
+		w.Header().Set("Content-Length", fmt.Sprint(to-from+1))
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, content[from:to+1])
+	}))
+	defer srv.Close()
+	tun := fast()
+	tun.Retry = engine.RetryPolicy{MaxAttempts: 3, Strategy: engine.Fixed}
+	tun.FailureThreshold = 2
+	r := newRig(t, engine.Options{Defaults: tun})
+	r.add(srv.URL + "/big.bin")
+	r.runIdle()
+
+	jobs := r.jobs()
+	require.Len(t, jobs, 1)
+	j := jobs[0]
+	require.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, 2, j.Attempts, "the cut first response, then one attempt of many ranges")
+	got, err := os.ReadFile(filepath.Join(r.dir, j.File))
+	require.NoError(t, err)
+	assert.Equal(t, content, string(got))
+	sum := sha256.Sum256([]byte(content))
+	assert.Equal(t, hex.EncodeToString(sum[:]), j.SHA256)
+	outcomes := map[string]int{}
+	for _, a := range r.history(storage.HistoryFilter{}) {
+		outcomes[a.Outcome]++
+	}
+	assert.GreaterOrEqual(t, outcomes["partial"], 14, "a request per range short of the end: %v", outcomes)
+	delete(outcomes, "partial")
+	assert.Equal(t, map[string]int{"retry": 1, "ok": 1}, outcomes, "the cut response, and the last range")
+	snap, ok := r.eng.Core().HostSnapshot(j.Host)
+	require.True(t, ok)
+	assert.Equal(t, engine.Closed, snap.Breaker, "short ranges are no failures")
+}
+
 // J2: pasting the same URLs twice queues them once.
 func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	r := newRig(t, engine.Options{})

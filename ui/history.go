@@ -66,7 +66,7 @@ func newHistoryView(w *Window) *historyView {
 	hv.host = widget.NewEntry()
 	hv.host.SetPlaceHolder("host filter, e.g. example.com (Enter)")
 	hv.host.OnSubmitted = func(string) { hv.firstPage() }
-	hv.outcome = widget.NewSelect([]string{"any", "ok", "retry", "throttled", "failed", "redirect", "canceled"}, nil)
+	hv.outcome = widget.NewSelect([]string{"any", "ok", "retry", "throttled", "failed", "redirect", "partial", "restart", "canceled"}, nil)
 	hv.outcome.SetSelected("any")
 	hv.outcome.OnChanged = func(string) { hv.firstPage() }
 	hv.info = widget.NewLabel("")
@@ -139,7 +139,7 @@ func outcomeColour(o string) color.NRGBA {
 		return colWaiting
 	case "failed":
 		return colOpen
-	case "redirect":
+	case "redirect", "partial", "restart":
 		return colClosed
 	}
 	return colPaused

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -255,7 +256,7 @@ func (a *attempt) full(resp *http.Response) {
 	}
 	a.res.Size = total
 	a.sum = sha256.New()
-	a.stream(resp.Body, total)
+	a.stream(resp.Body, total, total)
 }
 
 // partial handles a 206 to our Range request. It is accepted only when it
@@ -294,7 +295,9 @@ func (a *attempt) partial(resp *http.Response) {
 	if !a.hashPart() {
 		return
 	}
-	a.stream(io.LimitReader(resp.Body, end-start+1), total)
+	// A server may send less than the rest it was asked for (a range
+	// capped in size): what it sent is kept, and the rest asked for next.
+	a.stream(io.LimitReader(resp.Body, end-start+1), total, end+1)
 }
 
 // rangeNotSatisfiable handles a 416 to our Range request: "bytes */N" with N
@@ -342,6 +345,18 @@ func (a *attempt) truncate() bool {
 // file offset at its end, so the digest covers the whole file (F7).
 func (a *attempt) hashPart() bool {
 	a.sum = sha256.New()
+	if d := a.req.Digest; d != nil && d.part == a.res.Part && d.bytes == a.have {
+		// The request before in this attempt hashed these bytes: go on
+		// from its state, writing after them.
+		if a.sum.(encoding.BinaryUnmarshaler).UnmarshalBinary(d.state) == nil {
+			if _, err := a.file.Seek(a.have, io.SeekStart); err != nil {
+				a.fail(Disk, false, fmt.Errorf("read part: %w", err))
+				return false
+			}
+			return true
+		}
+		a.sum = sha256.New()
+	}
 	if _, err := a.file.Seek(0, io.SeekStart); err != nil {
 		a.fail(Disk, false, fmt.Errorf("read part: %w", err))
 		return false
@@ -388,7 +403,7 @@ func (a *attempt) free() (int64, bool) {
 // stream copies body to the part file. total is the expected final size
 // (-1 when unknown). The idle timer runs only while Read is blocked, so time
 // spent waiting for the bandwidth limiter never counts as idle (N1, L2).
-func (a *attempt) stream(body io.Reader, total int64) {
+func (a *attempt) stream(body io.Reader, total, upto int64) {
 	budget := int64(-1)
 	if total < 0 {
 		if free, ok := a.free(); ok {
@@ -435,8 +450,15 @@ func (a *attempt) stream(body io.Reader, total int64) {
 			return
 		}
 	}
-	if total >= 0 && a.have != total {
-		a.fail(Truncated, true, fmt.Errorf("body ended at %d of %d bytes", a.have, total))
+	if upto >= 0 && a.have != upto {
+		a.fail(Truncated, true, fmt.Errorf("body ended at %d of %d bytes", a.have, upto))
+		return
+	}
+	if upto < total {
+		a.fail(MoreRanges, true, fmt.Errorf("server sent the file up to byte %d of %d", a.have, total))
+		if st, err := a.sum.(encoding.BinaryMarshaler).MarshalBinary(); err == nil {
+			a.res.Digest = &Digest{part: a.res.Part, bytes: a.have, state: st}
+		}
 		return
 	}
 	a.complete()

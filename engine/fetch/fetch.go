@@ -132,6 +132,10 @@ const (
 // LastModified: the caller persists them so that a crash in the middle of
 // the body still resumes from the part (F5, S2).
 //
+// Digest, when the previous request of the same attempt ended MoreRanges, is
+// its Result's Digest: the SHA-256 state of the part so far, so that asking
+// for the rest does not read the whole part again to go on hashing it.
+//
 // Defer, when set, leaves a complete download for the caller to make final:
 // Do then returns as soon as the whole body is in the part — Class OK, Done
 // false, SHA256 and Bytes set, and Pending holding the open part — and the
@@ -147,6 +151,7 @@ type Request struct {
 	Hop          int
 	Job          int64
 	Started      func(Result)
+	Digest       *Digest
 	Defer        bool
 }
 
@@ -166,6 +171,7 @@ type Request struct {
 //     deferred that (see Request.Defer and FinishParts).
 //   - Class says why the attempt did not complete; Err carries the reason
 //     in words. Retryable applies SPEC R2.
+//   - Digest, with Class MoreRanges, is for the Request asking for the rest.
 type Result struct {
 	Status     int
 	Header     http.Header
@@ -186,6 +192,14 @@ type Result struct {
 	Class     Class
 	Err       error
 	Retryable bool
+	Digest    *Digest
+}
+
+// Digest is the SHA-256 state of a part's first bytes (see Request.Digest).
+type Digest struct {
+	part  string
+	bytes int64
+	state []byte
 }
 
 // Pending is a download whose whole body is in its part file, still open,
@@ -214,12 +228,14 @@ const (
 	Canceled                    // the caller's context ended; not retryable
 	Disk                        // not enough free space, or a file system error; not retryable
 	ResumeRejected              // the server's range did not fit the part; part emptied, retry at once
+	MoreRanges                  // a valid 206 that stopped short of the end; part kept, ask for the rest at once
 )
 
 var classNames = [...]string{
 	OK: "ok", HTTPStatus: "http-status", Transport: "transport", Timeout: "timeout", TLS: "tls",
 	Refused: "refused", Confinement: "confinement", SizeLimit: "size-limit", Truncated: "truncated",
 	Redirects: "redirects", Canceled: "canceled", Disk: "disk", ResumeRejected: "resume-rejected",
+	MoreRanges: "more-ranges",
 }
 
 // String returns a short lower-case name for the class, suitable for history.

@@ -1010,3 +1010,49 @@ func TestFetch_R2_UnparsableLocationRefused(t *testing.T) {
 		})
 	}
 }
+
+// cappedRanges serves content answering each Range request with at most step bytes (a valid
+// 206 that stops short of the end, as servers capping range sizes do), and counts requests.
+func cappedRanges(t *testing.T, content string, step int) (*httptest.Server, *atomic.Int64) {
+	var requests atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("ETag", `"v1"`)
+		rg := r.Header.Get("Range")
+		from, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rg, "bytes="), "-"))
+		require.NoError(t, err)
+		to := min(from+step, len(content)) - 1
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
+		w.Header().Set("Content-Length", strconv.Itoa(to-from+1))
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, content[from:to+1])
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &requests
+}
+
+// F5: a valid 206 that stops short of the end keeps what it sent and asks for the rest
+// (MoreRanges, with the hash state handed on), instead of failing as a truncated body.
+func TestFetch_F5_ShortRangeAsksForTheRest(t *testing.T) {
+	e := newEnv(t, nil)
+	content := body(20_000)
+	ts, requests := cappedRanges(t, content, 1000)
+	e.writePart("f.bin.part", content[:2000])
+	req := Request{URL: mustURL(t, ts.URL+"/f.bin"), Part: "f.bin.part", ETag: `"v1"`, Size: int64(len(content))}
+	var res Result
+	for i := range 30 {
+		res = e.f.Do(context.Background(), req, nil)
+		if res.Class != MoreRanges {
+			break
+		}
+		require.True(t, res.Retryable)
+		require.NotNil(t, res.Digest)
+		assert.Equal(t, int64(3000+1000*i), res.Bytes)
+		assert.Equal(t, "f.bin.part", res.Part, "the part is kept")
+		req.Part, req.ETag, req.Size, req.Digest = res.Part, res.ETag, res.Size, res.Digest
+	}
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, sha(content), res.SHA256, "the hash covers every range")
+	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
+	assert.EqualValues(t, 18, requests.Load(), "one request per missing range")
+}
