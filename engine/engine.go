@@ -38,6 +38,9 @@ type Options struct {
 	GlobalRatePerSec float64
 	// BandwidthBytesPerSec caps download bytes per second (L2, 0 = off).
 	BandwidthBytesPerSec int64
+	// SavedLimits starts with the global limits last saved with SetLimits
+	// (the window's), instead of the two fields above.
+	SavedLimits bool
 	// MaxSize is an optional cap on one file's size (F8, 0 = none).
 	MaxSize int64
 	// AllowDowngrade lets a redirect go from https to http (N2).
@@ -151,6 +154,13 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 			return nil, err
 		}
 		opt.Defaults = saved
+	}
+	if opt.SavedLimits {
+		l, err := loadLimits(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		opt.GlobalRatePerSec, opt.BandwidthBytesPerSec = l.RatePerSec, l.BytesPerSec
 	}
 	if opt.BandwidthBytesPerSec > 0 {
 		e.bw = rate.NewLimiter(rate.Limit(opt.BandwidthBytesPerSec), bwBurst(opt.BandwidthBytesPerSec))
@@ -1331,6 +1341,66 @@ func loadDefaults(ctx context.Context, store Store) (Tunables, error) {
 		return DefaultTunables(), fmt.Errorf("saved default tunables: %w", err)
 	}
 	return t.Normalize(), nil
+}
+
+// Limits are L2's global caps across all hosts: requests per second and
+// bytes per second, 0 for no cap.
+type Limits struct {
+	RatePerSec  float64 `json:"rate_per_sec"`
+	BytesPerSec int64   `json:"bytes_per_sec"`
+}
+
+// MaxGlobalRate is the largest global request rate (L2) Limits take.
+const MaxGlobalRate = 1e6
+
+// Validate names the limit that is out of bounds.
+func (l Limits) Validate() error {
+	if !(l.RatePerSec >= 0 && l.RatePerSec <= MaxGlobalRate) {
+		return fmt.Errorf("global request rate: %v is not between 0 (no cap) and %v per second", l.RatePerSec, MaxGlobalRate)
+	}
+	if l.BytesPerSec < 0 {
+		return fmt.Errorf("global bandwidth: %d bytes per second is below 0 (0 is no cap)", l.BytesPerSec)
+	}
+	return nil
+}
+
+// limitsKey is the setting that holds the limits saved with SetLimits.
+const limitsKey = "global_limits"
+
+func loadLimits(ctx context.Context, store Store) (Limits, error) {
+	var l Limits
+	v, err := store.Setting(ctx, limitsKey)
+	if err != nil || v == "" {
+		return l, err
+	}
+	if err := json.Unmarshal([]byte(v), &l); err != nil {
+		return Limits{}, fmt.Errorf("saved global limits: %w", err)
+	}
+	if err := l.Validate(); err != nil {
+		return Limits{}, fmt.Errorf("saved global limits: %w", err)
+	}
+	return l, nil
+}
+
+// Limits returns the global caps in force (L2).
+func (e *Engine) Limits() Limits {
+	s := e.core.Stats()
+	return Limits{RatePerSec: s.GlobalRatePerSec, BytesPerSec: s.BandwidthBytesPerSec}
+}
+
+// SetLimits changes the global caps live (L2) and saves them for the next
+// start with Options.SavedLimits. A limit out of bounds changes nothing.
+func (e *Engine) SetLimits(ctx context.Context, l Limits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	e.core.SetGlobalRate(l.RatePerSec)
+	e.SetBandwidth(l.BytesPerSec)
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	return e.store.SetSetting(ctx, limitsKey, string(b))
 }
 
 // SetDefaults changes the tunables of every host that has none of its own,

@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -489,6 +490,31 @@ func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
 	snap, ok := r.eng.Core().HostSnapshot(j.Host)
 	require.True(t, ok)
 	assert.Equal(t, engine.Closed, snap.Breaker, "short ranges are no failures")
+}
+
+// L2, U7: the global limits change live, are checked first, and are saved
+// for the next start of the window (Options.SavedLimits).
+func TestEngine_L2_LimitsSetLiveAndSaved(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	assert.Equal(t, engine.Limits{}, r.eng.Limits(), "no caps unless set")
+	for _, bad := range []engine.Limits{{RatePerSec: -1}, {RatePerSec: math.NaN()}, {RatePerSec: 2e6}, {BytesPerSec: -5}} {
+		assert.Error(t, r.eng.SetLimits(context.Background(), bad), "%+v", bad)
+	}
+	assert.Equal(t, engine.Limits{}, r.eng.Limits(), "a refused limit changes nothing")
+
+	want := engine.Limits{RatePerSec: 2.5, BytesPerSec: 64 << 10}
+	require.NoError(t, r.eng.SetLimits(context.Background(), want))
+	assert.Equal(t, want, r.eng.Limits())
+	st := r.eng.Core().Stats()
+	assert.Equal(t, 2.5, st.GlobalRatePerSec)
+	assert.EqualValues(t, 64<<10, st.BandwidthBytesPerSec)
+
+	r.close()
+	r.open(engine.Options{SavedLimits: true})
+	assert.Equal(t, want, r.eng.Limits(), "the window starts with the saved limits")
+	r.close()
+	r.open(engine.Options{GlobalRatePerSec: 7})
+	assert.Equal(t, engine.Limits{RatePerSec: 7}, r.eng.Limits(), "the command line's own")
 }
 
 // J2: pasting the same URLs twice queues them once.
