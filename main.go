@@ -103,6 +103,11 @@ func isTerminal(w io.Writer) bool {
 // until it closes; then the engine stops, keeping partial files, and every
 // state is persisted. urls, if any, are queued first (heed demo).
 func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
+	a := app.NewWithID(appID)
+	a.SetIcon(ui.Icon)
+	if dir == "" {
+		dir = a.Preferences().String(ui.PrefFolder) // chosen in the window (U7)
+	}
 	dbPath, err := cli.DBPath(dbPath)
 	if err == nil && dir == "" {
 		dir, err = defaultDownloadDir()
@@ -127,7 +132,7 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 	defer cancel()
 	feed := ui.NewFeed() // the window's per-host charts see every request through it
 	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: dir, Version: version,
-		OnJob: feed.Job, OnEvent: feed.Event})
+		SavedLimits: true, OnJob: feed.Job, OnEvent: feed.Event})
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable
@@ -139,8 +144,6 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 			return cli.ExitUnusable
 		}
 	}
-	a := app.NewWithID(appID)
-	a.SetIcon(ui.Icon)
 	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed})
 	stopped := make(chan error, 1)
 	go func() {

@@ -66,7 +66,7 @@ const (
 // to drive the window on its own ten seconds after it opens: "select"
 // (select the most throttled host, showing its chart and timeline),
 // "edit" (the same, then open its settings form), "paste" (the Add URLs
-// dialog with a sample paste) or "jobs"/"history" (that tab). Heed ignores
+// dialog with a sample paste) or "jobs"/"history"/"settings" (that tab). Heed ignores
 // any other value; people never need it.
 const ScreenshotEnv = "HEED_SCREENSHOT_OPEN"
 
@@ -381,6 +381,8 @@ func (w *Window) screenshotOpen(ctx context.Context, what string) {
 			w.tabs.SelectIndex(1)
 		case "history":
 			w.tabs.SelectIndex(2)
+		case "settings":
+			w.tabs.SelectIndex(3)
 		}
 	})
 }

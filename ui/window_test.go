@@ -218,6 +218,34 @@ func TestSettings_U7_DefaultsFormSavesThroughEngine(t *testing.T) {
 	assert.Equal(t, 30.0, h.eng.Core().Defaults().RatePerMin, "an invalid default changes nothing")
 }
 
+// L2, U7: the global limits apply through the engine at once and are checked first; the
+// download folder chosen in the window is remembered for the next start.
+func TestSettings_U7_LimitsAndFolder(t *testing.T) {
+	h := newHarness(t)
+	sv := h.w.settings
+	assert.Equal(t, "0", sv.rateCap.Text, "no caps to begin with")
+	for _, bad := range [][2]string{{"abc", "0"}, {"-1", "0"}, {"5", "fast"}} {
+		sv.rateCap.SetText(bad[0])
+		sv.speedCap.SetText(bad[1])
+		test.Tap(sv.limitsBtn)
+		h.w.bg.Wait()
+		assert.Contains(t, sv.limitsMsg.Text, "Not applied", "%v", bad)
+		assert.Equal(t, engine.Limits{}, h.eng.Limits(), "%v changes nothing", bad)
+	}
+	sv.rateCap.SetText("5")
+	sv.speedCap.SetText("128")
+	test.Tap(sv.limitsBtn)
+	h.w.bg.Wait()
+	assert.Equal(t, engine.Limits{RatePerSec: 5, BytesPerSec: 128 << 10}, h.eng.Limits())
+	assert.NotContains(t, sv.limitsMsg.Text, "Not applied")
+
+	next := t.TempDir()
+	sv.setFolder(next)
+	assert.Equal(t, next, h.app.Preferences().String(PrefFolder))
+	assert.Contains(t, sv.folderMsg.Text, "next start")
+	assert.Contains(t, sv.folderMsg.Text, next)
+}
+
 // throttle makes host answer one request with 429 and Retry-After: 30,
 // and queues the job again.
 func throttle(t *testing.T, core *engine.Core, id int64, host string, now time.Time) {
