@@ -193,26 +193,32 @@ func (hv *historyView) reload() {
 
 // onExport saves every attempt the filters select (all pages) as CSV.
 func (hv *historyView) onExport() {
-	q := hv.query()
-	q.BeforeID, q.Limit = 0, 0
 	d := dialog.NewFileSave(func(wc fyne.URIWriteCloser, err error) {
 		if err != nil || wc == nil {
 			return
 		}
-		hv.w.background(func() {
-			err := hv.w.eng.ExportHistoryCSV(bgCtx, wc, q)
-			if cerr := wc.Close(); err == nil {
-				err = cerr
-			}
-			fyne.Do(func() {
-				if err != nil {
-					dialog.ShowError(err, hv.w.win)
-					return
-				}
-				hv.info.SetText("exported to " + wc.URI().Path())
-			})
-		})
+		hv.exportTo(wc)
 	}, hv.w.win)
 	d.SetFileName("heed-history.csv")
 	d.Show()
+}
+
+// exportTo writes every attempt the filters select to wc as CSV, off the
+// Fyne thread, and says where it went (or shows why it could not).
+func (hv *historyView) exportTo(wc fyne.URIWriteCloser) {
+	q := hv.query()
+	q.BeforeID, q.Limit = 0, 0
+	hv.w.background(func() {
+		err := hv.w.eng.ExportHistoryCSV(bgCtx, wc, q)
+		if cerr := wc.Close(); err == nil {
+			err = cerr
+		}
+		fyne.Do(func() {
+			if err != nil {
+				dialog.ShowError(err, hv.w.win)
+				return
+			}
+			hv.info.SetText("exported to " + wc.URI().Path())
+		})
+	})
 }

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"fyne.io/fyne/v2"
+	fstorage "fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/assert"
@@ -114,6 +116,27 @@ func TestPaste_U4_CtrlVOpensDialogWithClipboard(t *testing.T) {
 	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "clip.example"})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 1)
+}
+
+// U4: dropping a text file and a link on the window opens the Add URLs dialog with the file's
+// lines and the link; a file that cannot be read is named there.
+func TestPaste_U4_DropFileAndLink(t *testing.T) {
+	h := newHarness(t)
+	list := filepath.Join(t.TempDir(), "urls.txt")
+	require.NoError(t, os.WriteFile(list, []byte("https://drop.example/1\nhttps://drop.example/2\n"), 0o644))
+	link, err := fstorage.ParseURI("https://drop.example/3")
+	require.NoError(t, err)
+	missing := fstorage.NewFileURI(filepath.Join(t.TempDir(), "gone.txt"))
+	h.w.onDropped(fyne.NewPos(10, 10), []fyne.URI{fstorage.NewFileURI(list), link, missing})
+	h.w.bg.Wait()
+	require.NotNil(t, h.w.paste)
+	assert.Contains(t, h.w.paste.result.Text, "Could not read")
+	assert.Contains(t, h.w.paste.result.Text, "gone.txt")
+	test.Tap(h.w.paste.add)
+	h.w.bg.Wait()
+	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "drop.example"})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 3)
 }
 
 func TestHosts_U3_PauseButtonPausesHostInEngine(t *testing.T) {
@@ -393,6 +416,38 @@ func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
 	assert.Equal(t, "paused by you", h.w.jobs.rows[1].why)
 }
 
+// U5, R5: Resume, Cancel and Retry act on the selected job through the engine.
+func TestJobs_U5_ResumeCancelRetrySelected(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://k.example/1")
+	h.w.jobs.reload()
+	h.w.bg.Wait()
+	require.Len(t, h.w.jobs.rows, 1)
+	id := h.w.jobs.rows[0].rec.ID
+	h.w.jobs.table.Select(widget.TableCellID{Row: 0, Col: 1})
+	state := func() engine.JobState {
+		t.Helper()
+		j, err := h.eng.Jobs(context.Background(), engine.JobQuery{})
+		require.NoError(t, err)
+		require.Len(t, j, 1)
+		require.Equal(t, id, j[0].ID)
+		return j[0].State
+	}
+	for _, step := range []struct {
+		btn  *widget.Button
+		want engine.JobState
+	}{
+		{h.w.jobs.pause, engine.JobPaused},
+		{h.w.jobs.resume, engine.JobQueued},
+		{h.w.jobs.cancel, engine.JobCancelled},
+		{h.w.jobs.retry, engine.JobQueued},
+	} {
+		test.Tap(step.btn)
+		h.w.bg.Wait()
+		assert.Equal(t, step.want, state(), step.btn.Text)
+	}
+}
+
 func TestWindow_U7_SizeRemembered(t *testing.T) {
 	h := newHarness(t)
 	h.w.win.Resize(fyne.NewSize(900, 600))
@@ -439,6 +494,24 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
+
+	// Export CSV writes what the filters select, all of it, with a header.
+	h.w.history.host.SetText("a.example")
+	h.w.history.outcome.SetSelected("any")
+	out := filepath.Join(t.TempDir(), "history.csv")
+	wc, err := fstorage.Writer(fstorage.NewFileURI(out))
+	require.NoError(t, err)
+	h.w.history.exportTo(wc)
+	h.w.bg.Wait()
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 4, "a header and a.example's three attempts:\n%s", data)
+	assert.Contains(t, lines[0], "outcome")
+	for _, l := range lines[1:] {
+		assert.Contains(t, l, "a.example")
+	}
+	assert.Equal(t, "exported to "+out, h.w.history.info.Text)
 }
 
 // U1: before any URL is added the hosts table says how to add some, below
