@@ -316,6 +316,30 @@ func TestHosts_U1_ThrottledHostShowsLevelCountdownAndBreaker(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`^level 1 · 1\ds$`), h.cellAt(t, "slow.example", colBackoff).text.Text)
 }
 
+// U1: the tokens bar out of the burst, in flight out of the cap, and the host's queued / done /
+// failed jobs from the database.
+func TestHosts_U1_TokensInflightAndJobCounts(t *testing.T) {
+	h := newHarness(t)
+	rep := h.add(t, "https://busy.example/1 https://busy.example/2 https://busy.example/3")
+	// One job failed in an earlier run, as the database has it.
+	_, err := h.db.StartJobs(context.Background(), rep.Queued[2:])
+	require.NoError(t, err)
+	require.NoError(t, h.db.MarkFailed(context.Background(), rep.Queued[2], "HTTP 404", 404))
+	core := h.eng.Core()
+	now := time.Now()
+	d, ok, _ := core.Next(now.Add(time.Millisecond))
+	require.True(t, ok)
+	require.Equal(t, "busy.example", d.Host)
+	h.w.poll.loadCounts()
+	h.w.tickNow(now.Add(time.Millisecond))
+
+	tokens := h.cellAt(t, "busy.example", colTokens)
+	assert.Equal(t, "3.0 / 4", tokens.text.Text, "one of the burst's four tokens spent")
+	assert.InDelta(t, 0.75, tokens.frac, 0.01, "the bar")
+	assert.Equal(t, "1 / 1", h.cellAt(t, "busy.example", colInflight).text.Text, "in flight / max_inflight")
+	assert.Equal(t, "2 / 0 / 1", h.cellAt(t, "busy.example", colJobs).text.Text, "queued / done / failed")
+}
+
 func TestHosts_U3_BreakerActionsAndTimeline(t *testing.T) {
 	h := newHarness(t)
 	h.add(t, "https://b.example/1")
