@@ -49,6 +49,10 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 		{"host without a name", []string{"host", "--db", db}, "exactly one HOST"},
 		{"host pause and resume", []string{"host", "--db", db, "example.com", "--pause", "--resume"}, "make no sense"},
 		{"only rejected URLs", []string{"add", "--db", db, "ftp://example.com/x"}, "rejected"},
+		{"user agent with a line break", []string{"get", "--db", db, "--user-agent", "Bad\r\nX-Injected: 1", "http://127.0.0.1:9/a"}, "--user-agent"},
+		{"host trip and reset", []string{"host", "--db", db, "example.com", "--trip", "--reset"}, "one of --trip, --reset and --probe"},
+		{"host defaults and a tunable", []string{"host", "--db", db, "example.com", "--follow-defaults", "--rate", "5"}, "--follow-defaults"},
+		{"bad history outcome", []string{"history", "--db", db, "--outcome", "bogus"}, `"bogus" is not an outcome`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

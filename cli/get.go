@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"heed/engine"
 	"heed/storage"
 )
@@ -50,6 +52,9 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	}
 	if *workers < 1 || *workers > 4096 {
 		return usageErr(env, "--workers: %d is out of range 1…4096", *workers)
+	}
+	if !httpguts.ValidHeaderFieldValue(*userAgent) {
+		return usageErr(env, "--user-agent: %q holds characters a header cannot (line breaks, control characters)", *userAgent)
 	}
 	if *globalRate < 0 || *bandwidth < 0 || *maxSize < 0 {
 		return usageErr(env, "--global-rate, --bandwidth and --max-size cannot be negative")

@@ -34,6 +34,12 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 	if *pause && *resume {
 		return usageErr(env, "host: --pause and --resume together make no sense")
 	}
+	if n := btoi(*trip) + btoi(*reset) + btoi(*probe); n > 1 {
+		return usageErr(env, "host: give one of --trip, --reset and --probe")
+	}
+	if *clear && tf.any() {
+		return usageErr(env, "host: --follow-defaults drops the host's own settings; it makes no sense with new ones")
+	}
 	host, err := hostArg(pos[0])
 	if err != nil {
 		return usageErr(env, "host: %q is not a host name: %v", pos[0], err)
@@ -111,4 +117,11 @@ func hostArg(arg string) (string, error) {
 		return engine.HostKey(arg)
 	}
 	return engine.HostKey("http://" + arg + "/")
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

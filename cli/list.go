@@ -165,7 +165,7 @@ func cmdHistory(ctx context.Context, env Env, args []string) int {
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	asCSV := fs.Bool("csv", false, "CSV with a header line")
 	host := fs.String("host", "", "only attempts to this `host`")
-	outcome := fs.String("outcome", "", "only attempts with this `outcome` (ok, retry, throttled, failed, redirect, canceled)")
+	outcome := fs.String("outcome", "", "only attempts with this `outcome` ("+strings.Join(engine.Outcomes, ", ")+")")
 	limit := fs.Int("limit", 0, "at most `N` attempts, 0 = all")
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
@@ -175,6 +175,9 @@ func cmdHistory(ctx context.Context, env Env, args []string) int {
 	}
 	if *limit < 0 {
 		return usageErr(env, "--limit cannot be negative")
+	}
+	if *outcome != "" && !slices.Contains(engine.Outcomes, *outcome) {
+		return usageErr(env, "--outcome: %q is not an outcome (%s)", *outcome, strings.Join(engine.Outcomes, ", "))
 	}
 	db, code := openDB(env, c)
 	if code != ExitOK {

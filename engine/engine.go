@@ -131,6 +131,12 @@ type JobEnd struct {
 	Held      bool      // retry, throttled: the host is paused; the next try waits for its resume
 }
 
+// Outcomes are the outcomes history records for an attempt (S3): how it
+// ended ("ok", "retry", "throttled", "failed", "canceled"), or why the same
+// attempt went on with another request ("redirect"; "partial": the server
+// sent part of the rest; "restart": it refused the resume).
+var Outcomes = []string{"ok", "retry", "throttled", "failed", "redirect", "partial", "restart", "canceled"}
+
 // errUserStop is the cancellation cause when a person paused or cancelled a job.
 var errUserStop = errors.New("stopped by the user")
 

@@ -66,7 +66,7 @@ func newHistoryView(w *Window) *historyView {
 	hv.host = widget.NewEntry()
 	hv.host.SetPlaceHolder("host filter, e.g. example.com (Enter)")
 	hv.host.OnSubmitted = func(string) { hv.firstPage() }
-	hv.outcome = widget.NewSelect([]string{"any", "ok", "retry", "throttled", "failed", "redirect", "partial", "restart", "canceled"}, nil)
+	hv.outcome = widget.NewSelect(append([]string{"any"}, engine.Outcomes...), nil)
 	hv.outcome.SetSelected("any")
 	hv.outcome.OnChanged = func(string) { hv.firstPage() }
 	hv.info = widget.NewLabel("")

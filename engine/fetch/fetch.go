@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/time/rate"
 )
 
@@ -296,6 +297,11 @@ func New(cfg Config) (*Fetcher, error) {
 		bw:        cfg.Bandwidth,
 		owner:     cfg.Owner,
 		keep:      keptNames(dir, cfg.Keep),
+	}
+	if !httpguts.ValidHeaderFieldValue(f.ua) {
+		root.Close()
+		dir.Close()
+		return nil, fmt.Errorf("fetch: User-Agent %q holds characters a header cannot", f.ua)
 	}
 	if f.ua == "" {
 		v := cfg.Version

@@ -895,6 +895,8 @@ func TestNew_N1_DefaultTransport(t *testing.T) {
 
 	_, err = New(Config{})
 	assert.Error(t, err)
+	_, err = New(Config{Dir: t.TempDir(), UserAgent: "Bad\r\nX-Injected: 1"})
+	assert.ErrorContains(t, err, "User-Agent", "N3: a User-Agent that is no header value is refused at once")
 	missing := filepath.Join(t.TempDir(), "new", "downloads")
 	f2, err := New(Config{Dir: missing})
 	require.NoError(t, err, "the folder is created")
