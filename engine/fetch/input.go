@@ -36,6 +36,7 @@ const maxRejectText = 200
 // It runs in linear time; a 100,000-line paste takes milliseconds (see
 // BenchmarkParseURLList).
 func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
+	text = strings.TrimPrefix(text, "\ufeff") // a byte order mark some editors write
 	line := 0
 	for len(text) > 0 {
 		var l string
@@ -101,25 +102,27 @@ func parseOne(tok string) (*url.URL, string) {
 	if u.Host == "" || u.Hostname() == "" {
 		return nil, "no host"
 	}
-	canonical(u)
+	if err := canonical(u); err != nil {
+		return nil, strings.TrimPrefix(err.Error(), "host key: ")
+	}
 	return u, ""
 }
 
-// canonical rewrites u in place to the form Heed stores and compares (J2),
-// so that spellings of one URL are one job: the host in lower case, the
-// scheme's default port and an empty port left out, the fragment (which is
-// never sent) dropped. The path and query are kept as given.
-func canonical(u *url.URL) {
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if port == "80" && u.Scheme == "http" || port == "443" && u.Scheme == "https" {
-		port = ""
-	}
-	if strings.Contains(host, ":") { // IPv6 literal
-		host = "[" + host + "]"
-	}
-	if port != "" {
-		host += ":" + port
+// canonical rewrites u in place to the form Heed stores, compares (J2) and
+// requests, so that spellings of one URL are one job: its host as its host
+// key (lower case, IDNA/punycode, a canonical IP literal, a canonical port,
+// none when it is the scheme's default), an empty path as "/" (the request
+// is the same), and no fragment (it is never sent). The path and query are
+// kept as given.
+func canonical(u *url.URL) error {
+	host, err := HostKeyOf(u)
+	if err != nil {
+		return err
 	}
 	u.Host = host
+	if u.Path == "" && u.RawPath == "" && u.Opaque == "" {
+		u.Path = "/"
+	}
 	u.Fragment, u.RawFragment = "", ""
+	return nil
 }

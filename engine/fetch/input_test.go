@@ -31,9 +31,13 @@ func TestParseURLList_J1_B16(t *testing.T) {
 		{"bad escape", "http://a/%zz", nil, []int{1}, []string{"not a URL"}},
 		{"upper scheme and host", "HTTPS://A.example/x", []string{"https://a.example/x"}, nil, nil},
 		{"J2 one spelling of one URL", "HTTP://Example.COM:80/A?Q=1#top https://Bücher.DE:443/x http://h:/p https://h:443x/",
-			[]string{"http://example.com/A?Q=1", "https://b%C3%BCcher.de/x", "http://h/p"}, []int{1}, []string{"port"}},
-		{"other ports kept", "http://h:443/ https://h:80/ http://[::1]:80/v6 http://[::1]:8080/v6",
-			[]string{"http://h:443/", "https://h:80/", "http://[::1]/v6", "http://[::1]:8080/v6"}, nil, nil},
+			[]string{"http://example.com/A?Q=1", "https://xn--bcher-kva.de/x", "http://h/p"}, []int{1}, []string{"port"}},
+		{"J2 ports, IP literals, empty paths", "http://h:443/ https://h:80/ http://[::1]:80/v6 http://[0:0::1]:8080/v6 http://h:038001 http://127.0.0.1:38001?q",
+			[]string{"http://h:443/", "https://h:80/", "http://[::1]/v6", "http://[::1]:8080/v6", "http://h:38001/", "http://127.0.0.1:38001/?q"}, nil, nil},
+		{"J2 one name in two scripts", "http://bücher.test/a http://xn--bcher-kva.test/a http://bu%CC%88cher.test/a",
+			[]string{"http://xn--bcher-kva.test/a", "http://xn--bcher-kva.test/a", "http://xn--bcher-kva.test/a"}, nil, nil},
+		{"J1 byte order mark", "\ufeffhttp://a/1\nhttp://a/2", []string{"http://a/1", "http://a/2"}, nil, nil},
+		{"J1 bad host", "http://127.0.0.1:99999/x\nhttps://xn--/y", nil, []int{1, 2}, []string{"port", "invalid host name"}},
 		{"line numbers", "http://a/1\n\nftp://x\nhttp://a/2", []string{"http://a/1", "http://a/2"}, []int{3}, []string{"http"}},
 	}
 	for _, tc := range cases {
