@@ -43,6 +43,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -262,6 +263,8 @@ type Fetcher struct {
 	bw        *rate.Limiter
 	owner     string
 	keep      map[string]bool // lower-case names in the folder never taken (Config.Keep)
+	hintMu    sync.Mutex
+	hints     map[string]int // name and suffix → copy number its last search stopped at
 	noMarked  atomic.Bool     // the system cannot create a part already marked
 }
 
@@ -297,6 +300,7 @@ func New(cfg Config) (*Fetcher, error) {
 		bw:        cfg.Bandwidth,
 		owner:     cfg.Owner,
 		keep:      keptNames(dir, cfg.Keep),
+		hints:     map[string]int{},
 	}
 	if !httpguts.ValidHeaderFieldValue(f.ua) {
 		root.Close()

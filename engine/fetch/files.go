@@ -17,8 +17,9 @@ import (
 const partSuffix = ".part"
 
 // maxCandidates bounds the " (n)" search so a folder full of copies cannot
-// make a download spin forever.
-const maxCandidates = 10000
+// make a download spin forever. The Fetcher remembers where each name's
+// search last ended, so this many copies cost one search, not one each.
+const maxCandidates = 1 << 20
 
 // errConfined is wrapped by every error that means "this would write through
 // something that is not ours" (F1, RELIABILITY A10).
@@ -28,7 +29,13 @@ var errConfined = errors.New("refused to write outside the download folder")
 // that already ends in " (n)" continues from n, so "a (1).txt" is followed by
 // "a (2).txt". Compound extensions such as ".tar.gz" stay together.
 func candidates(name string, yield func(string) bool) {
-	if !yield(name) {
+	candidatesFrom(name, 0, func(c string, _ int) bool { return yield(c) })
+}
+
+// candidatesFrom is candidates starting at the from-th one (0 is name
+// itself, k ≥ 1 the k-th copy), passing each one's number to yield.
+func candidatesFrom(name string, from int, yield func(c string, k int) bool) {
+	if from == 0 && !yield(name, 0) {
 		return
 	}
 	stem, ext := splitExt(name)
@@ -38,8 +45,8 @@ func candidates(name string, yield func(string) bool) {
 			stem, n = stem[:i], k
 		}
 	}
-	for k := n + 1; k <= n+maxCandidates; k++ {
-		if !yield(fmt.Sprintf("%s (%d)%s", stem, k, ext)) {
+	for k := max(n+1, from); k <= n+maxCandidates; k++ {
+		if !yield(fmt.Sprintf("%s (%d)%s", stem, k, ext), k) {
 			return
 		}
 	}
@@ -48,12 +55,40 @@ func candidates(name string, yield func(string) bool) {
 // candidates is the package's candidates with suffix added to each name,
 // leaving out the names the folder keeps for others (Config.Keep).
 func (f *Fetcher) candidates(name, suffix string, yield func(string) bool) {
-	candidates(name, func(c string) bool {
+	f.candidatesFrom(name, suffix, 0, func(c string, _ int) bool { return yield(c) })
+}
+
+func (f *Fetcher) candidatesFrom(name, suffix string, from int, yield func(c string, k int) bool) {
+	candidatesFrom(name, from, func(c string, k int) bool {
 		c += suffix
 		if f.keep[strings.ToLower(c)] {
 			return true
 		}
-		return yield(c)
+		return yield(c, k)
+	})
+}
+
+// freeCandidates is candidates for finding a free name for a new file (a
+// part, or the final name picked for one): it starts where the last such
+// search for the same name stopped (the name it took, or the one that
+// failed), since those before were taken then, so that a thousand downloads
+// all called index.html take a step each, not a thousand. A name freed since
+// is left for later; F3 asks only for one that is free.
+func (f *Fetcher) freeCandidates(name, suffix string, yield func(string) bool) {
+	key := name + "\x00" + suffix
+	f.hintMu.Lock()
+	from := f.hints[key]
+	f.hintMu.Unlock()
+	f.candidatesFrom(name, suffix, from, func(c string, k int) bool {
+		if yield(c) {
+			return true
+		}
+		if k > 0 {
+			f.hintMu.Lock()
+			f.hints[key] = max(f.hints[key], k)
+			f.hintMu.Unlock()
+		}
+		return false
 	})
 }
 
@@ -80,7 +115,7 @@ func splitExt(name string) (stem, ext string) {
 // (createMarkedPart); elsewhere just after.
 func (f *Fetcher) createPart(name string, job int64) (*os.File, string, error) {
 	parts := func(yield func(string) bool) {
-		f.candidates(name, partSuffix, yield)
+		f.freeCandidates(name, partSuffix, yield)
 	}
 	mark := ""
 	if f.owner != "" && job > 0 && f.dir != nil {
@@ -452,7 +487,7 @@ func (f *Fetcher) pick(base string, taken map[string]bool) (string, error) {
 		free string
 		err  error
 	)
-	f.candidates(base, "", func(c string) bool {
+	f.freeCandidates(base, "", func(c string) bool {
 		if taken[c] {
 			return true
 		}

@@ -260,3 +260,27 @@ func TestFetch_S2_NameLeftover(t *testing.T) {
 		"reused.bin": body, "reused.bin.part": "another download's start",
 		"link.bin.part": "->" + filepath.Join(e.outside, "target.txt")}, e.files())
 }
+
+// F3: the " (n)" sequence goes on past ten thousand copies, and a name's search goes on from
+// where its last one stopped: the next download of the same name takes the next number.
+func TestFetch_F3_ManyCopiesOfOneName(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("same.bin", "0")
+	for k := 1; k <= 10_000; k++ {
+		e.write(fmt.Sprintf("same (%d).bin", k), "0")
+	}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("new " + r.URL.RawQuery))
+	}))
+	t.Cleanup(ts.Close)
+	for i, want := range []string{"same (10001).bin", "same (10002).bin", "same (10003).bin"} {
+		res := e.do(fmt.Sprintf("%s/same.bin?%d", ts.URL, i), nil)
+		require.True(t, res.Done, "%v", res.Err)
+		assert.Equal(t, want, res.File)
+	}
+	// A name freed meanwhile is not gone back for: any free name will do (F3).
+	require.NoError(t, os.Remove(filepath.Join(e.dl, "same (5).bin")))
+	res := e.do(ts.URL+"/same.bin?again", nil)
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, "same (10004).bin", res.File)
+}
