@@ -265,7 +265,7 @@ type Fetcher struct {
 	keep      map[string]bool // lower-case names in the folder never taken (Config.Keep)
 	hintMu    sync.Mutex
 	hints     map[string]int // name and suffix → copy number its last search stopped at
-	noMarked  atomic.Bool     // the system cannot create a part already marked
+	noMarked  atomic.Bool    // the system cannot create a part already marked
 }
 
 // New opens Config.Dir and builds a Fetcher.
