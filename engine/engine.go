@@ -127,7 +127,7 @@ type JobEnd struct {
 	Bytes     int64
 	SHA256    string
 	Err       string    // why it did not complete
-	NotBefore time.Time // retry, throttled: the earliest next try
+	NotBefore time.Time // retry, throttled: the earliest next try as things stand (R4)
 	Held      bool      // retry, throttled: the host is paused; the next try waits for its resume
 }
 
@@ -1068,7 +1068,7 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 	}
 	if e.opt.OnJob != nil {
 		end := JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File, Bytes: res.Bytes,
-			SHA256: res.SHA256, NotBefore: dec.NotBefore, Held: dec.Held}
+			SHA256: res.SHA256, NotBefore: dec.NextTry, Held: dec.Held}
 		if outcome != "ok" {
 			end.Err = dec.Reason
 			if end.Err == "" && res.Err != nil {

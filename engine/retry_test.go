@@ -159,6 +159,28 @@ func TestRetry_R1_CoreDelaysGrowWithAttempts(t *testing.T) {
 	}
 }
 
+// R4: a retry says when it may go as things stand — after the host's gate (a Retry-After on a
+// 500) or its open breaker — while the job itself keeps only its own retry delay.
+func TestRetry_R4_NextTryCountsGateAndBreaker(t *testing.T) {
+	h := newHarness(t, fast())
+	h.addN("a", 1, 1)
+	dec := h.c.Observe(h.mustNext(), Outcome{Status: 500, RetryAfter: "10", Attempts: 1}, h.now)
+	require.True(t, dec.Retry)
+	assert.LessOrEqual(t, dec.NotBefore.Sub(h.now), 3*time.Second, "the job's own delay: base 2 s and jitter")
+	assert.GreaterOrEqual(t, dec.NextTry.Sub(h.now), 10*time.Second, "after the gate Retry-After set")
+
+	tun := fast()
+	tun.FailureThreshold = 1
+	tun.RecoveryTimeout = time.Minute
+	h = newHarness(t, tun)
+	h.addN("b", 1, 1)
+	dec = h.c.Observe(h.mustNext(), Outcome{Status: 504, Attempts: 1}, h.now) // opens the breaker
+	require.True(t, dec.Retry)
+	require.Equal(t, Open, dec.Breaker)
+	assert.GreaterOrEqual(t, dec.NextTry.Sub(h.now), time.Minute, "after the breaker's half-open time")
+	assert.Less(t, dec.NotBefore.Sub(h.now), time.Minute)
+}
+
 func TestRetry_R3_ThrottleDoesNotUseAttempts(t *testing.T) {
 	h := newHarness(t, fast())
 	h.addN("a", 1, 1)

@@ -188,7 +188,12 @@ type Decision struct {
 	// Held: the job's host is paused (by the person, or by a Retry-After
 	// over max_retry_after), so the retry waits for its resume, not for
 	// NotBefore.
-	Held      bool
+	Held bool
+	// NextTry, for a retry, is when it may go as things stand (R4): the
+	// latest of NotBefore, the host's gate and its breaker's half-open time.
+	// Only NotBefore stays with the job: a gate or breaker the person resets
+	// frees it at once.
+	NextTry   time.Time
 	Throttled bool
 	Fail      bool
 	Reason    string
@@ -723,6 +728,13 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 	dec.Level = h.level
 	dec.Breaker = h.br.state
 	dec.Held = dec.Retry && h.paused
+	if dec.Retry {
+		next := max(c.mono(dec.NotBefore), h.gate)
+		if h.br.state == Open {
+			next = max(next, h.br.halfOpenAt(int64(t.RecoveryTimeout)))
+		}
+		dec.NextTry = c.at(max(next, nowM))
+	}
 	c.place(h, now, nowM)
 	c.unlock()
 	c.signal()
