@@ -1097,7 +1097,7 @@ func (e *Engine) attemptRecord(job JobRecord, n int, u, host string, start, end 
 		errText = dec.Reason
 	}
 	return AttemptRecord{JobID: job.ID, URL: u, Host: host, Attempt: n, StartedAt: start,
-		Duration: end.Sub(start), Status: res.Status, Outcome: outcome, Bytes: res.Bytes, Err: errText,
+		Duration: end.Sub(start), Status: res.Status, Outcome: outcome, Bytes: res.Received, Err: errText,
 		RetryAfter: ra, Level: dec.Level, Breaker: dec.Breaker}
 }
 

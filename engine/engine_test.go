@@ -481,9 +481,12 @@ func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
 	sum := sha256.Sum256([]byte(content))
 	assert.Equal(t, hex.EncodeToString(sum[:]), j.SHA256)
 	outcomes := map[string]int{}
+	var received int64
 	for _, a := range r.history(storage.HistoryFilter{}) {
 		outcomes[a.Outcome]++
+		received += a.Bytes
 	}
+	assert.EqualValues(t, len(content), received, "S3: each attempt records the bytes it received, which add up to the file")
 	assert.GreaterOrEqual(t, outcomes["partial"], 14, "a request per range short of the end: %v", outcomes)
 	delete(outcomes, "partial")
 	assert.Equal(t, map[string]int{"retry": 1, "ok": 1}, outcomes, "the cut response, and the last range")
@@ -515,6 +518,37 @@ func TestEngine_L2_LimitsSetLiveAndSaved(t *testing.T) {
 	r.close()
 	r.open(engine.Options{GlobalRatePerSec: 7})
 	assert.Equal(t, engine.Limits{RatePerSec: 7}, r.eng.Limits(), "the command line's own")
+}
+
+// G2, G10: a host's pacing outlives the run through the database: `heed
+// get` run once per URL at 60 requests a minute, burst 1, sends the second
+// request a second after the first, not at once with a fresh bucket.
+func TestEngine_G2_NextRunKeepsTheHostsRate(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, time.Now())
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tun := fast()
+	tun.RatePerMin, tun.Burst, tun.MaxInflight = 60, 1, 1
+	r := newRig(t, engine.Options{Defaults: tun})
+	for i, u := range []string{srv.URL + "/1", srv.URL + "/2"} {
+		if i > 0 {
+			r.close()
+			r.open(engine.Options{Defaults: tun})
+		}
+		r.add(u)
+		r.runIdle()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, seen, 2)
+	// Not a timing claim: a bucket restored full would send it within milliseconds.
+	assert.GreaterOrEqual(t, seen[1].Sub(seen[0]), 900*time.Millisecond, "a token a second, across runs")
 }
 
 // J2: pasting the same URLs twice queues them once.

@@ -329,6 +329,52 @@ func TestGovernor_G10_RestartKeepsGate(t *testing.T) {
 	assert.Equal(t, exported.Gate, wake.Round(0), "no full-speed restart after a 429")
 }
 
+// G2, G4, G10: a host's pacing outlives a restart. Its bucket holds what it held when saved,
+// plus what the rate added since, and the jitter spacing after its last request still holds,
+// so a run started right after another does not get a fresh burst.
+func TestGovernor_G2_G4_RestartKeepsPacing(t *testing.T) {
+	tun := fast()
+	tun.RatePerMin, tun.Burst = 60, 2 // a token a second
+	h := newHarness(t, tun)
+	h.addN("a", 1, 3)
+	h.observe(h.mustNext(), 200, "")
+	h.observe(h.mustNext(), 200, "")
+	h.none() // the burst is spent
+	exported, ok := h.c.ExportHost("a")
+	require.True(t, ok)
+	assert.InDelta(t, 0, exported.Tokens, 1e-6)
+
+	// Half a second later, a new run: half a token, so the next request in half a second.
+	h2 := newHarness(t, tun)
+	h2.now = h.now.Add(500 * time.Millisecond)
+	h2.c.RestoreHost(exported, h2.now)
+	h2.addN("a", 4, 3)
+	wake := h2.none()
+	assert.Equal(t, 500*time.Millisecond, wake.Sub(h2.now).Round(time.Millisecond), "not a fresh burst of 2")
+	h2.now = wake
+	h2.mustNext()
+
+	// Ten seconds later the bucket is full again, but no fuller than its burst.
+	h3 := newHarness(t, tun)
+	h3.now = h.now.Add(10 * time.Second)
+	h3.c.RestoreHost(exported, h3.now)
+	h3.addN("a", 7, 3)
+	assert.Len(t, h3.drain(), 2)
+
+	// The jitter spacing after the last request holds across the restart too (G4).
+	tun.RatePerMin, tun.Burst = MaxRatePerMin, MaxBurst
+	tun.JitterMin, tun.JitterMax = 2*time.Second, 2*time.Second
+	h4 := newHarness(t, tun)
+	h4.addN("a", 1, 1)
+	h4.observe(h4.mustNext(), 200, "")
+	exported, _ = h4.c.ExportHost("a")
+	h5 := newHarness(t, tun)
+	h5.now = h4.now.Add(500 * time.Millisecond)
+	h5.c.RestoreHost(exported, h5.now)
+	h5.addN("a", 2, 1)
+	assert.Equal(t, 1500*time.Millisecond, h5.none().Sub(h5.now).Round(time.Millisecond))
+}
+
 func TestGovernor_G10_MonotonicInstants(t *testing.T) {
 	// Times from time.Now carry a monotonic reading; the core measures with
 	// it. Two instants with the same monotonic distance but any wall reading

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"slices"
 	"time"
 )
@@ -20,6 +21,13 @@ type HostState struct {
 	OpenedAt    time.Time
 	LastStatus  int
 	Throttles   int64
+	// Pacing (G2, G4): the tokens in the host's bucket at TokensAt (zero:
+	// unknown, a full bucket), and the end of the jitter spacing after its
+	// last request, so that the next run goes on at the host's rate instead
+	// of with a fresh burst.
+	Tokens     float64
+	TokensAt   time.Time
+	SpaceUntil time.Time
 }
 
 // ExportHost returns host's persistent state with its gate and breaker
@@ -49,6 +57,10 @@ func (c *Core) ExportHost(host string) (HostState, bool) {
 	}
 	if h.gate > nowM {
 		s.Gate = toWall(h.gate)
+	}
+	s.Tokens, s.TokensAt = h.lim.TokensAt(now), wall
+	if h.spaceUntil > nowM {
+		s.SpaceUntil = toWall(h.spaceUntil)
 	}
 	s.OpenedAt = toWall(h.br.openedAt)
 	if h.own != nil {
@@ -82,6 +94,12 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 			h.applyTunables(h.own, now)
 		}
 	}
+	if !s.TokensAt.IsZero() {
+		h.restoreTokens(s.Tokens, max(wall.Sub(s.TokensAt), 0), now)
+	}
+	if sp := fromWall(s.SpaceUntil); sp != noTime && sp > nowM {
+		h.spaceUntil = sp
+	}
 	h.paused, h.pauseReason = s.Paused, s.PauseReason
 	h.level = min(max(s.Level, 0), MaxLevel)
 	h.streak = max(s.Streak, 0)
@@ -99,6 +117,19 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 	c.place(h, now, nowM)
 	c.unlock()
 	c.signal()
+}
+
+// restoreTokens leaves in h's bucket (full until now) the tokens it held
+// when saved, plus what its rate has added in the elapsed time since, at
+// most its burst (G2). The bucket is emptied at the instant it would have
+// been empty to hold exactly that now.
+func (h *host) restoreTokens(saved float64, elapsed time.Duration, now time.Time) {
+	burst, perSec := float64(h.lim.Burst()), float64(h.lim.Limit())
+	have := min(burst, max(saved, 0)+perSec*elapsed.Seconds())
+	if have >= burst || !(perSec > 0) || math.IsInf(perSec, 0) {
+		return
+	}
+	h.lim.ReserveN(now.Add(-time.Duration(have/perSec*1e9)), h.lim.Burst())
 }
 
 // DirtyHosts returns the hosts whose persistent state changed since the

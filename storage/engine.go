@@ -258,7 +258,8 @@ func (s engineStore) SaveHost(h engine.HostState) error {
 	}
 	return s.db.SaveHost(HostRow{Host: h.Host, Tunables: tun, Paused: h.Paused, PauseReason: h.PauseReason,
 		Level: h.Level, Streak: h.Streak, Gate: h.Gate, Breaker: int(h.Breaker), Failures: h.Failures,
-		OpenedAt: h.OpenedAt, LastStatus: h.LastStatus, Throttles: h.Throttles})
+		OpenedAt: h.OpenedAt, LastStatus: h.LastStatus, Throttles: h.Throttles, Tokens: h.Tokens,
+		TokensAt: h.TokensAt, SpaceUntil: h.SpaceUntil})
 }
 
 func (s engineStore) AppendEvent(e engine.Event) error {
@@ -274,7 +275,8 @@ func (s engineStore) LoadHosts(ctx context.Context) ([]engine.HostState, error) 
 	for _, r := range rows {
 		h := engine.HostState{Host: r.Host, Paused: r.Paused, PauseReason: r.PauseReason, Level: r.Level,
 			Streak: r.Streak, Gate: r.Gate, Breaker: engine.BreakerState(r.Breaker), Failures: r.Failures,
-			OpenedAt: r.OpenedAt, LastStatus: r.LastStatus, Throttles: r.Throttles}
+			OpenedAt: r.OpenedAt, LastStatus: r.LastStatus, Throttles: r.Throttles, Tokens: r.Tokens,
+			TokensAt: r.TokensAt, SpaceUntil: r.SpaceUntil}
 		if len(r.Tunables) > 0 {
 			var t engine.Tunables
 			if err := json.Unmarshal(r.Tunables, &t); err != nil {

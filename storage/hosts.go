@@ -25,6 +25,9 @@ type HostRow struct {
 	OpenedAt    time.Time // when the breaker last opened; zero = never
 	LastStatus  int
 	Throttles   int64     // throttle responses seen from the host
+	Tokens      float64   // tokens left in the host's bucket at TokensAt (G2)
+	TokensAt    time.Time // when Tokens was read; zero = never (a full bucket)
+	SpaceUntil  time.Time // end of the jitter spacing after the last request (G4); zero = none
 	UpdatedAt   time.Time // set by SaveHost when zero
 }
 
@@ -56,15 +59,17 @@ func (db *DB) SaveHost(h HostRow) error {
 	}
 	return db.queue("save host "+h.Host, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO hosts (host, tunables_json, paused, pause_reason, level, streak, gate,
-			breaker_state, failures, opened_at, last_status, throttles, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET tunables_json = excluded.tunables_json, paused = excluded.paused,
 			pause_reason = excluded.pause_reason, level = excluded.level, streak = excluded.streak,
 			gate = excluded.gate, breaker_state = excluded.breaker_state, failures = excluded.failures,
 			opened_at = excluded.opened_at, last_status = excluded.last_status, throttles = excluded.throttles,
+			tokens = excluded.tokens, tokens_at = excluded.tokens_at, space_until = excluded.space_until,
 			updated_at = excluded.updated_at`,
 			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), h.Breaker, h.Failures,
-			nanos(h.OpenedAt), h.LastStatus, h.Throttles, nanos(h.UpdatedAt))
+			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil),
+			nanos(h.UpdatedAt))
 		return err
 	})
 }
@@ -85,7 +90,8 @@ func (db *DB) AppendHostEvent(e HostEvent) error {
 // Hosts returns every saved host row, ordered by host.
 func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, tunables_json, paused, pause_reason, level, streak,
-		gate, breaker_state, failures, opened_at, last_status, throttles, updated_at FROM hosts ORDER BY host`)
+		gate, breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until,
+		updated_at FROM hosts ORDER BY host`)
 	if err != nil {
 		return nil, err
 	}
@@ -94,15 +100,17 @@ func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 	for rows.Next() {
 		var h HostRow
 		var tun sql.NullString
-		var gate, opened, updated int64
+		var gate, opened, tokensAt, spaceUntil, updated int64
 		if err := rows.Scan(&h.Host, &tun, &h.Paused, &h.PauseReason, &h.Level, &h.Streak, &gate,
-			&h.Breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &updated); err != nil {
+			&h.Breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &h.Tokens, &tokensAt, &spaceUntil,
+			&updated); err != nil {
 			return nil, err
 		}
 		if tun.Valid {
 			h.Tunables = json.RawMessage(tun.String)
 		}
 		h.Gate, h.OpenedAt, h.UpdatedAt = fromNanos(gate), fromNanos(opened), fromNanos(updated)
+		h.TokensAt, h.SpaceUntil = fromNanos(tokensAt), fromNanos(spaceUntil)
 		out = append(out, h)
 	}
 	return out, rows.Err()

@@ -22,7 +22,8 @@ func TestHosts_S4_RoundTripAcrossReopen(t *testing.T) {
 		{Host: "defaults.example", UpdatedAt: at(1)},
 		{Host: "tuned.example", Tunables: json.RawMessage(`{"rate":0.5,"burst":2,"jitter":["100ms","1s"]}`), UpdatedAt: at(2)},
 		{Host: "paused.example", Paused: true, PauseReason: "user", UpdatedAt: at(3)},
-		{Host: "backoff.example:8080", Level: 3, Streak: 2, Gate: at(1_800_000_000), LastStatus: 429, Throttles: 17, UpdatedAt: at(4)},
+		{Host: "backoff.example:8080", Level: 3, Streak: 2, Gate: at(1_800_000_000), LastStatus: 429, Throttles: 17,
+			Tokens: 2.5, TokensAt: at(1_700_000_100), SpaceUntil: at(1_700_000_101), UpdatedAt: at(4)},
 		{Host: "breaker.example", Breaker: 2, Failures: 5, OpenedAt: at(1_700_000_000), LastStatus: 503, UpdatedAt: at(5)},
 	}
 	path := filepath.Join(t.TempDir(), "heed.db")
@@ -250,6 +251,7 @@ func TestEngineStore_S4_HostStateRoundTrip(t *testing.T) {
 		Host: "backoff.example:8080", Tunables: &tun, Paused: true, PauseReason: "Retry-After 2 days",
 		Level: 3, Streak: 2, Gate: time.Unix(1_800_000_000, 5), Breaker: engine.HalfOpen, Failures: 4,
 		OpenedAt: time.Unix(1_700_000_000, 6), LastStatus: 429, Throttles: 17,
+		Tokens: 1.5, TokensAt: time.Unix(1_700_000_100, 7), SpaceUntil: time.Unix(1_700_000_101, 8),
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

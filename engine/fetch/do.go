@@ -537,6 +537,7 @@ func (a *attempt) write(p []byte, budget int64) bool {
 	a.sum.Write(p)
 	a.have += m
 	a.res.Bytes = a.have
+	a.res.Received += m
 	if a.have-a.flushed >= writeBehind {
 		// Start writing this stretch to disk now, without waiting for it:
 		// the sync before the final name (F4) then has little left to do,

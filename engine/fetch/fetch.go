@@ -168,7 +168,8 @@ type Request struct {
 //   - Part, Bytes, Size, ETag and LastModified are the resume state to
 //     persist after any attempt: the part file name ("" when none is kept),
 //     the bytes in it (or in File when Done), the expected total (-1 unknown)
-//     and the validators saved with the part (F5).
+//     and the validators saved with the part (F5). Received is how many of
+//     those bytes this request wrote (the rest were there before it).
 //   - Pending is a complete part not yet made final, when the Request
 //     deferred that (see Request.Defer and FinishParts).
 //   - Class says why the attempt did not complete; Err carries the reason
@@ -187,6 +188,7 @@ type Result struct {
 
 	Part         string
 	Bytes        int64
+	Received     int64
 	Size         int64
 	ETag         string
 	LastModified string

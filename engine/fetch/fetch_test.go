@@ -523,6 +523,7 @@ func TestFetch_F5_ResumeWithStrongETag(t *testing.T) {
 	assert.Equal(t, 206, res.Status)
 	assert.Equal(t, "f.bin", res.File)
 	assert.Equal(t, sha(content), res.SHA256, "hash covers the resumed prefix too")
+	assert.EqualValues(t, len(content)-20_000, res.Received, "what this request wrote")
 	assert.Greater(t, first, int64(20_000), "progress counts resumed bytes")
 	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
 	require.Len(t, *seen, 1)
