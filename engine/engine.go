@@ -1159,15 +1159,9 @@ func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
 	rep := AddReport{Rejected: rejects}
 	jobs := make([]NewJob, 0, len(urls))
 	for _, p := range urls {
-		host, err := HostKeyOf(p.URL)
-		if err != nil {
-			rep.Rejected = append(rep.Rejected, fetch.Reject{Line: p.Line, Text: fetch.Excerpt(p.URL.String()), Reason: err.Error()})
-			continue
-		}
-		jobs = append(jobs, NewJob{URL: p.URL.String(), Host: host})
+		// ParseURLList gave the URL its host key as its host.
+		jobs = append(jobs, NewJob{URL: p.URL.String(), Host: p.URL.Host})
 	}
-	// In the order of the text, host checks among the others.
-	slices.SortStableFunc(rep.Rejected, func(a, b fetch.Reject) int { return a.Line - b.Line })
 	tuneGC(e.core.Queued() + len(jobs)) // before the queue grows
 	items, err := e.store.Enqueue(ctx, jobs)
 	if err != nil {
