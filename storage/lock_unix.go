@@ -11,33 +11,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockDatabase takes an exclusive, non-blocking flock on the database file itself, creating it
-// empty if needed (SQLite takes an empty file for a new database). The lock is the file's, not
-// its name's: a second Open through a symlink or a hard link to the same file is refused too, and
-// two Heeds can never write one database through two names, each with its own -wal file. flock
-// locks belong to the open file description, so a second lock fails even inside one process;
-// the kernel drops it when the process dies, kill -9 included. They are apart from SQLite's own
-// (fcntl) locks, and the descriptor is closed only after SQLite's connections, since closing a
-// descriptor of the file drops the process's fcntl locks on it.
-func lockDatabase(path string) (io.Closer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("%w: not a regular file", ErrUnreadable)
-	}
+// flock takes an exclusive, non-blocking flock on f. flock locks belong to the open file
+// description, so a second one fails even inside one process, and the kernel drops them when the
+// process dies, kill -9 included.
+func flock(f *os.File) error {
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if !errors.Is(err, unix.EINTR) {
-			break
+			return err
 		}
 	}
+}
+
+// lockFile takes an exclusive, non-blocking flock on path, creating it if needed.
+func lockFile(path string) (io.Closer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("%w: lock file: %w", ErrUnreadable, err)
+	}
+	if err := flock(f); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, ErrLocked
+			return nil, fmt.Errorf("%w (lock %s is held)", ErrLocked, path)
 		}
 		return nil, fmt.Errorf("%w: lock %s: %w", ErrUnreadable, path, err)
 	}
