@@ -361,6 +361,22 @@ func TestGovernor_G2_G4_RestartKeepsPacing(t *testing.T) {
 	h3.addN("a", 7, 3)
 	assert.Len(t, h3.drain(), 2)
 
+	// A host with a burst of its own larger than the defaults' gets back what it held too.
+	own := tun
+	own.Burst = 10
+	h6 := newHarness(t, tun)
+	require.NoError(t, h6.c.SetHostTunables("b", own))
+	h6.addN("b", 1, 1)
+	h6.observe(h6.mustNext(), 200, "") // 1 token of the 2 it had under the defaults' burst
+	h6.advance(6 * time.Second)        // then 6 more
+	exported, _ = h6.c.ExportHost("b")
+	assert.InDelta(t, 7, exported.Tokens, 1e-6)
+	h7 := newHarness(t, tun)
+	h7.now = h6.now
+	h7.c.RestoreHost(exported, h7.now)
+	h7.addN("b", 4, 10)
+	assert.Len(t, h7.drain(), 7, "7 tokens, neither fewer nor more")
+
 	// The jitter spacing after the last request holds across the restart too (G4).
 	tun.RatePerMin, tun.Burst = MaxRatePerMin, MaxBurst
 	tun.JitterMin, tun.JitterMax = 2*time.Second, 2*time.Second
@@ -373,6 +389,15 @@ func TestGovernor_G2_G4_RestartKeepsPacing(t *testing.T) {
 	h5.c.RestoreHost(exported, h5.now)
 	h5.addN("a", 2, 1)
 	assert.Equal(t, 1500*time.Millisecond, h5.none().Sub(h5.now).Round(time.Millisecond))
+
+	// A saved spacing longer than jitter_max (a wall clock set back a day between the runs)
+	// holds the host at most jitter_max.
+	exported.SpaceUntil = exported.SpaceUntil.Add(24 * time.Hour)
+	h8 := newHarness(t, tun)
+	h8.now = h4.now
+	h8.c.RestoreHost(exported, h8.now)
+	h8.addN("a", 2, 1)
+	assert.LessOrEqual(t, h8.none().Sub(h8.now), 2*time.Second)
 }
 
 func TestGovernor_G10_MonotonicInstants(t *testing.T) {

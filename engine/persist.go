@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // HostState is what the storage layer persists for a host (G10, B6, S4).
@@ -98,7 +100,9 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 		h.restoreTokens(s.Tokens, max(wall.Sub(s.TokensAt), 0), now)
 	}
 	if sp := fromWall(s.SpaceUntil); sp != noTime && sp > nowM {
-		h.spaceUntil = sp
+		// At most one spacing from now: a wall clock set back between the
+		// runs, or a jitter_max lowered, must not hold the host longer.
+		h.spaceUntil = min(sp, addMono(nowM, h.tun.JitterMax))
 	}
 	h.paused, h.pauseReason = s.Paused, s.PauseReason
 	h.level = min(max(s.Level, 0), MaxLevel)
@@ -129,6 +133,9 @@ func (h *host) restoreTokens(saved float64, elapsed time.Duration, now time.Time
 	if have >= burst || !(perSec > 0) || math.IsInf(perSec, 0) {
 		return
 	}
+	// A fresh, full bucket: one retuned from the defaults' burst to the
+	// host's own keeps the tokens it had, which need not be the new burst.
+	h.lim = rate.NewLimiter(h.lim.Limit(), h.lim.Burst())
 	h.lim.ReserveN(now.Add(-time.Duration(have/perSec*1e9)), h.lim.Burst())
 }
 
