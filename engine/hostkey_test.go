@@ -21,6 +21,7 @@ func TestHostKey_Words(t *testing.T) {
 		{"idna to punycode", "https://Bücher.DE/x", "xn--bcher-kva.de"},
 		{"already punycode", "https://xn--bcher-kva.de/", "xn--bcher-kva.de"},
 		{"trailing dot", "http://example.com./", "example.com"},
+		{"trailing dots", "http://example.com../", "example.com"},
 		{"ipv4", "http://127.0.0.1:8080/", "127.0.0.1:8080"},
 		{"ipv6 default port", "http://[::1]:80/", "[::1]"},
 		{"ipv6 port", "http://[::1]:8080/", "[::1]:8080"},

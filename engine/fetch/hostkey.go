@@ -57,7 +57,7 @@ func HostKeyOf(u *url.URL) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("host key: invalid host name %q: %w", host, err)
 		}
-		name = strings.ToLower(strings.TrimSuffix(a, "."))
+		name = strings.ToLower(strings.TrimRight(a, "."))
 		if name == "" {
 			return "", fmt.Errorf("host key: invalid host name %q", host)
 		}
