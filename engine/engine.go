@@ -137,6 +137,10 @@ type JobEnd struct {
 // sent part of the rest; "restart": it refused the resume).
 var Outcomes = []string{"ok", "retry", "throttled", "failed", "redirect", "partial", "restart", "canceled"}
 
+// maxPieces is how many short ranges (fetch.MoreRanges) one attempt asks
+// the rest after before it counts as a cut body.
+const maxPieces = 1000
+
 // errUserStop is the cancellation cause when a person paused or cancelled a job.
 var errUserStop = errors.New("stopped by the user")
 
@@ -831,10 +835,20 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 	// completer does that for many at once, while this host and slot take
 	// their next request.
 	req.Defer = true
+	pieces := 0 // short ranges in a row in this attempt (fetch.MoreRanges)
 	for {
 		start := time.Now()
 		res := e.fetch.Do(jctx, req, progress)
 		end := time.Now()
+		if res.Class == fetch.MoreRanges {
+			if pieces++; pieces > maxPieces {
+				// A server that dribbles its file: the attempt ends as a
+				// cut body would, its part kept, its retry delay and budget
+				// applying.
+				res.Class, res.Digest = fetch.Truncated, nil
+				res.Err = fmt.Errorf("the server sent the file in more than %d pieces: %w", maxPieces, res.Err)
+			}
+		}
 		dec := e.core.Observe(d, Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res),
 			Err: res.Err, Attempts: n}, end)
 		var next *url.URL // the same attempt goes on with another request

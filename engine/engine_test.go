@@ -551,6 +551,41 @@ func TestEngine_G2_NextRunKeepsTheHostsRate(t *testing.T) {
 	assert.GreaterOrEqual(t, seen[1].Sub(seen[0]), 900*time.Millisecond, "a token a second, across runs")
 }
 
+// F5, R2: a server that dribbles its file in tiny ranges gets at most 1,000
+// requests an attempt; then the attempt ends as a cut body does, its part
+// kept and its budget used, and the next attempt goes on from the part.
+func TestEngine_F5_DribblingRangesCostAttempts(t *testing.T) {
+	content := strings.Repeat("0123456789", 1500) // 15,000 bytes in pieces of 10
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		var from int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &from); err != nil {
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+			io.WriteString(w, content[:10])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler) // a part to resume from
+		}
+		to := min(from+10, len(content)) - 1
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
+		w.Header().Set("Content-Length", fmt.Sprint(to-from+1))
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, content[from:to+1])
+	}))
+	defer srv.Close()
+	tun := fast()
+	tun.Retry = engine.RetryPolicy{MaxAttempts: 5, Strategy: engine.Fixed}
+	r := newRig(t, engine.Options{Defaults: tun})
+	r.add(srv.URL + "/slow.bin")
+	r.runIdle()
+	jobs := r.jobs()
+	require.Len(t, jobs, 1)
+	require.Equal(t, storage.StateDone, jobs[0].State, jobs[0].LastError)
+	assert.Equal(t, 3, jobs[0].Attempts, "the cut response, 1,000 pieces, then the last 499")
+	got, err := os.ReadFile(filepath.Join(r.dir, jobs[0].File))
+	require.NoError(t, err)
+	assert.Equal(t, content, string(got))
+}
+
 // J2: pasting the same URLs twice queues them once.
 func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	r := newRig(t, engine.Options{})
