@@ -1343,18 +1343,29 @@ const defaultsKey = "defaults"
 // loadDefaults returns the default tunables saved with SetDefaults, or
 // DefaultTunables when none were.
 func loadDefaults(ctx context.Context, store Store) (Tunables, error) {
-	v, err := store.Setting(ctx, defaultsKey)
-	if err != nil || v == "" {
+	t := DefaultTunables()
+	err := loadSetting(ctx, store, defaultsKey, "saved default tunables", &t, func() error { return t.Normalize().Validate() })
+	if err != nil {
 		return DefaultTunables(), err
 	}
-	t := DefaultTunables()
-	if err := json.Unmarshal([]byte(v), &t); err != nil {
-		return DefaultTunables(), fmt.Errorf("saved default tunables: %w", err)
-	}
-	if err := t.Normalize().Validate(); err != nil {
-		return DefaultTunables(), fmt.Errorf("saved default tunables: %w", err)
-	}
 	return t.Normalize(), nil
+}
+
+// loadSetting decodes the JSON saved under key into v, which stays as it is
+// when nothing was saved, and checks it with validate. Errors name the
+// setting as what.
+func loadSetting(ctx context.Context, store Store, key, what string, v any, validate func() error) error {
+	s, err := store.Setting(ctx, key)
+	if err != nil || s == "" {
+		return err
+	}
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := validate(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }
 
 // Limits are L2's global caps across all hosts: requests per second and
@@ -1383,15 +1394,8 @@ const limitsKey = "global_limits"
 
 func loadLimits(ctx context.Context, store Store) (Limits, error) {
 	var l Limits
-	v, err := store.Setting(ctx, limitsKey)
-	if err != nil || v == "" {
-		return l, err
-	}
-	if err := json.Unmarshal([]byte(v), &l); err != nil {
-		return Limits{}, fmt.Errorf("saved global limits: %w", err)
-	}
-	if err := l.Validate(); err != nil {
-		return Limits{}, fmt.Errorf("saved global limits: %w", err)
+	if err := loadSetting(ctx, store, limitsKey, "saved global limits", &l, func() error { return l.Validate() }); err != nil {
+		return Limits{}, err
 	}
 	return l, nil
 }

@@ -435,39 +435,42 @@ func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
 	}
 }
 
+// cappedRangeServer serves content, with a strong ETag, the way servers that
+// cap their ranges do: a request without Range gets the first cut bytes and
+// then a dropped connection (a part to resume from), and each Range request
+// at most step bytes in a valid 206. It returns the server's base URL.
+func cappedRangeServer(t *testing.T, content string, cut, step int) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		var from int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &from); err != nil {
+			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
+			io.WriteString(w, content[:cut])
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		to := min(from+step, len(content)) - 1
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
+		w.Header().Set("Content-Length", fmt.Sprint(to-from+1))
+		w.WriteHeader(http.StatusPartialContent)
+		io.WriteString(w, content[from:to+1])
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
 // F5, R2, B1: a server that answers each Range with less than the rest (a
 // valid 206 capped in size) is asked for the rest within the same attempt,
 // each request paced by the host's governor: no attempt is used up and no
 // failure counted against the host's breaker.
 func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
 	content := strings.Repeat("0123456789abcdef", 1250) // 20,000 bytes
-	var first atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("ETag", `"v1"`)
-		rg := r.Header.Get("Range")
-		if rg == "" {
-			if first.Swap(true) {
-				http.Error(w, "ranges only now", http.StatusInternalServerError)
-				return
-			}
-			w.Header().Set("Content-Length", "20000")
-			io.WriteString(w, content[:5000])
-			panic(http.ErrAbortHandler) // the connection drops: a part to resume
-		}
-		var from int
-		fmt.Sscanf(rg, "bytes=%d-", &from)
-		to := min(from+1000, len(content)) - 1
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
-		w.Header().Set("Content-Length", fmt.Sprint(to-from+1))
-		w.WriteHeader(http.StatusPartialContent)
-		io.WriteString(w, content[from:to+1])
-	}))
-	defer srv.Close()
+	base := cappedRangeServer(t, content, 5000, 1000)
 	tun := fast()
 	tun.Retry = engine.RetryPolicy{MaxAttempts: 3, Strategy: engine.Fixed}
 	tun.FailureThreshold = 2
 	r := newRig(t, engine.Options{Defaults: tun})
-	r.add(srv.URL + "/big.bin")
+	r.add(base + "/big.bin")
 	r.runIdle()
 
 	jobs := r.jobs()
@@ -556,26 +559,11 @@ func TestEngine_G2_NextRunKeepsTheHostsRate(t *testing.T) {
 // kept and its budget used, and the next attempt goes on from the part.
 func TestEngine_F5_DribblingRangesCostAttempts(t *testing.T) {
 	content := strings.Repeat("0123456789", 1500) // 15,000 bytes in pieces of 10
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("ETag", `"v1"`)
-		var from int
-		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-", &from); err != nil {
-			w.Header().Set("Content-Length", fmt.Sprint(len(content)))
-			io.WriteString(w, content[:10])
-			w.(http.Flusher).Flush()
-			panic(http.ErrAbortHandler) // a part to resume from
-		}
-		to := min(from+10, len(content)) - 1
-		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, to, len(content)))
-		w.Header().Set("Content-Length", fmt.Sprint(to-from+1))
-		w.WriteHeader(http.StatusPartialContent)
-		io.WriteString(w, content[from:to+1])
-	}))
-	defer srv.Close()
+	base := cappedRangeServer(t, content, 10, 10)
 	tun := fast()
 	tun.Retry = engine.RetryPolicy{MaxAttempts: 5, Strategy: engine.Fixed}
 	r := newRig(t, engine.Options{Defaults: tun})
-	r.add(srv.URL + "/slow.bin")
+	r.add(base + "/slow.bin")
 	r.runIdle()
 	jobs := r.jobs()
 	require.Len(t, jobs, 1)

@@ -61,7 +61,7 @@ func (f *Fetcher) candidates(name, suffix string, yield func(string) bool) {
 func (f *Fetcher) candidatesFrom(name, suffix string, from int, yield func(c string, k int) bool) {
 	candidatesFrom(name, from, func(c string, k int) bool {
 		c += suffix
-		if f.keep[strings.ToLower(c)] {
+		if len(f.keep) > 0 && f.keep[strings.ToLower(c)] {
 			return true
 		}
 		return yield(c, k)

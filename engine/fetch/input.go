@@ -30,11 +30,13 @@ const maxRejectText = 200
 // spaces, tabs or line breaks ("\n" or "\r\n"); blank lines are skipped. Only
 // absolute http and https URLs with a host are accepted. A token holding a
 // carriage return (a stray "\r" not part of a line ending), any other control
-// character, or that does not parse, is rejected with its reason. The order
-// of the input is kept; duplicates are left for the caller to report (J2).
+// character, that does not parse, or whose host has no host key, is rejected
+// with its reason. Each URL comes in the form Heed stores (see canonical):
+// its host is its host key. The order of the input is kept; duplicates are
+// left for the caller to report (J2).
 //
-// It runs in linear time; a 100,000-line paste takes milliseconds (see
-// BenchmarkParseURLList).
+// It runs in linear time; a 100,000-line paste takes about a tenth of a
+// second (see BenchmarkParseURLList).
 func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
 	text = strings.TrimPrefix(text, "\ufeff") // a byte order mark some editors write
 	line := 0
@@ -50,7 +52,7 @@ func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
 		for _, tok := range strings.FieldsFunc(l, isSeparator) {
 			u, why := parseOne(tok)
 			if why != "" {
-				rejects = append(rejects, Reject{Line: line, Text: Excerpt(tok), Reason: why})
+				rejects = append(rejects, Reject{Line: line, Text: excerpt(tok), Reason: why})
 				continue
 			}
 			urls = append(urls, Parsed{URL: u, Line: line})
@@ -59,9 +61,9 @@ func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
 	return urls, rejects
 }
 
-// Excerpt is tok as a Reject repeats it: whole, or its first
+// excerpt is tok as a Reject repeats it: whole, or its first
 // maxRejectText bytes (not cutting a character) and "…".
-func Excerpt(tok string) string {
+func excerpt(tok string) string {
 	if len(tok) <= maxRejectText {
 		return tok
 	}

@@ -70,7 +70,7 @@ func TestParseURLList_J1_LongRejectShortened(t *testing.T) {
 	assert.True(t, strings.HasPrefix(r.Text, "ftp://x/éé"))
 	assert.True(t, strings.HasSuffix(r.Text, "é…"), "cut between characters")
 	assert.True(t, utf8.ValidString(r.Text))
-	assert.Equal(t, "http://a/1", Excerpt("http://a/1"), "short ones whole")
+	assert.Equal(t, "http://a/1", excerpt("http://a/1"), "short ones whole")
 }
 
 func TestParseURLList_J1_HundredThousandLines(t *testing.T) {
