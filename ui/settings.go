@@ -70,8 +70,8 @@ func newSettingsView(w *Window) *settingsView {
 	})
 	sv.notifyBreaker.SetChecked(w.prefs.BoolWithFallback(prefNotifyBreaker, true))
 	form := widget.NewForm(
-		widget.NewFormItem("Download folder", container.NewBorder(nil, nil, nil, container.NewHBox(open, sv.folderBtn), dir)),
-		widget.NewFormItem("", sv.folderMsg),
+		widget.NewFormItem("Download folder", container.NewVBox(
+			container.NewBorder(nil, nil, nil, container.NewHBox(open, sv.folderBtn), dir), sv.folderMsg)),
 		widget.NewFormItem("Database", db),
 		widget.NewFormItem("Defaults", container.NewHBox(sv.defaultsBtn)),
 		widget.NewFormItem("", widget.NewLabel("Hosts without settings of their own follow these; changes apply at once.")),
