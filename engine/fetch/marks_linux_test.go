@@ -117,8 +117,24 @@ func TestFetch_S2_LeftoverNamedWithoutItsMark(t *testing.T) {
 // F3, A10, S2: a marked part is created unnamed, marked, then linked under
 // the first free candidate: a taken name, a symlink or a dangling symlink
 // is skipped, never written through, and the part is a file of its own,
-// marked from the start.
+// marked from the start. The part is linked straight from its descriptor
+// where the system allows it, else through /proc/self/fd: both are run.
 func TestFetch_S2_MarkedPartTakesTheFirstFreeName(t *testing.T) {
+	for _, how := range []string{"from the descriptor", "through /proc"} {
+		t.Run(how, func(t *testing.T) {
+			was := noEmptyPathLink.Load()
+			t.Cleanup(func() { noEmptyPathLink.Store(was) })
+			noEmptyPathLink.Store(how == "through /proc")
+			markedPartTakesTheFirstFreeName(t)
+			if how == "from the descriptor" && os.Geteuid() == 0 {
+				// CAP_DAC_READ_SEARCH allows it on every Linux since 2.6.39.
+				assert.False(t, noEmptyPathLink.Load(), "linked from its descriptor, not through /proc")
+			}
+		})
+	}
+}
+
+func markedPartTakesTheFirstFreeName(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
 	e.write("a.bin.part", "taken")
 	require.NoError(t, os.Symlink(filepath.Join(e.outside, "target.txt"), filepath.Join(e.dl, "a (1).bin.part")))

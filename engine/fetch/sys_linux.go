@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,7 +95,7 @@ func createMarkedPart(dir *os.File, mark string, names func(yield func(string) b
 			result = fmt.Errorf("part name %q: %w", name, errConfined)
 			return false
 		}
-		err := unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+		err := linkFD(fd, self, dir, name)
 		switch {
 		case err == nil:
 			taken, result = name, nil
@@ -113,6 +114,25 @@ func createMarkedPart(dir *os.File, mark string, names func(yield func(string) b
 		return nil, "", result
 	}
 	return os.NewFile(uintptr(fd), taken), taken, nil
+}
+
+// noEmptyPathLink is set once linkat(2) refused AT_EMPTY_PATH here (Linux
+// before 6.10 allows it only with CAP_DAC_READ_SEARCH): from then on a part
+// is linked through /proc/self/fd, which costs a path walk each time.
+var noEmptyPathLink atomic.Bool
+
+// linkFD gives the open file fd the name name in dir: straight from the
+// descriptor where the system allows it, else through self, its
+// /proc/self/fd path.
+func linkFD(fd int, self string, dir *os.File, name string) error {
+	if !noEmptyPathLink.Load() {
+		err := unix.Linkat(fd, "", int(dir.Fd()), name, unix.AT_EMPTY_PATH)
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+		noEmptyPathLink.Store(true)
+	}
+	return unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 }
 
 // markPart marks f with mark, if the file system keeps extended
