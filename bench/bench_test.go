@@ -96,12 +96,15 @@ func TestMedian(t *testing.T) {
 
 func TestSummarize_MediansAndSpread(t *testing.T) {
 	s := bench.Summarize([]bench.Measure{
-		{Wall: 3 * time.Second, User: time.Second, Sys: time.Second, MaxRSS: 30, Sync: time.Second},
-		{Wall: time.Second, User: time.Second, MaxRSS: 10, Sync: 5 * time.Second},
-		{Wall: 2 * time.Second, User: 2 * time.Second, MaxRSS: 20},
+		{Wall: 3 * time.Second, User: time.Second, Sys: time.Second, MaxRSS: 30, Sync: time.Second, Idle: 0.2},
+		{Wall: time.Second, User: time.Second, MaxRSS: 10, Sync: 5 * time.Second, Idle: -1},
+		{Wall: 2 * time.Second, User: 2 * time.Second, MaxRSS: 20, Idle: 0.4},
 	})
+	assert.InDelta(t, 0.3, s.Idle, 1e-9, "a run whose idle share is unknown is left out of its median")
+	s.Idle = 0
 	assert.Equal(t, bench.Summary{Runs: 3, Wall: 2 * time.Second, MinW: time.Second, MaxW: 3 * time.Second,
 		CPU: 2 * time.Second, MaxRSS: 20, Sync: time.Second, WallSync: 4 * time.Second}, s)
+	assert.Equal(t, -1.0, bench.Summarize([]bench.Measure{{Idle: -1}}).Idle, "unknown for every run")
 }
 
 func TestVerify_EveryFileSizeAndSampledHash(t *testing.T) {

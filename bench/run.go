@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +25,11 @@ type Measure struct {
 	// Sync is how long writing the child's files to disk took after it
 	// exited (SyncDir), for tools that leave them in the page cache.
 	Sync time.Duration `json:"-"`
+	// Idle is the share of the machine's CPU time (every CPU, from
+	// /proc/stat) that was idle or waiting for the disk while the child
+	// ran: what it left unused of the machine, the demo hosts and the
+	// kernel's work for it included in the rest. -1 when unknown.
+	Idle float64 `json:"-"`
 }
 
 // Runner runs child processes and measures them.
@@ -71,6 +78,8 @@ type Child struct {
 	tail   tailBuffer
 	done   chan struct{}
 	err    error
+	cpu0   cpuTimes // the machine's CPU times at start and at exit
+	cpu1   cpuTimes
 }
 
 // Start starts cmd (under the wrapper when there is one); its standard
@@ -102,6 +111,7 @@ func (r Runner) Start(cmd *exec.Cmd) (*Child, error) {
 	if c.cmd.Stderr == nil {
 		c.cmd.Stderr = &c.tail
 	}
+	c.cpu0 = readCPUTimes()
 	c.start = time.Now()
 	if err := c.cmd.Start(); err != nil {
 		return nil, err
@@ -114,6 +124,7 @@ func (r Runner) Start(cmd *exec.Cmd) (*Child, error) {
 	}
 	go func() {
 		c.err = c.cmd.Wait()
+		c.cpu1 = readCPUTimes()
 		close(c.done)
 	}()
 	return c, nil
@@ -158,8 +169,9 @@ func (c *Child) failure() error {
 // measure reads the wrapper's figures, or the child's own rusage.
 func (c *Child) measure() (Measure, error) {
 	ps := c.cmd.ProcessState
+	idle := c.cpu1.idleSince(c.cpu0)
 	if c.result == "" {
-		m := Measure{Wall: time.Since(c.start), User: ps.UserTime(), Sys: ps.SystemTime()}
+		m := Measure{Wall: time.Since(c.start), User: ps.UserTime(), Sys: ps.SystemTime(), Idle: idle}
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			m.MaxRSS = int64(ru.Maxrss) << 10 // KiB on Linux
 		}
@@ -174,7 +186,52 @@ func (c *Child) measure() (Measure, error) {
 	if err != nil {
 		return m, fmt.Errorf("%s: no figures from the rusage wrapper (%v): %s", c.name, err, bytes.TrimSpace(c.tail.b))
 	}
+	m.Idle = idle
 	return m, nil
+}
+
+// cpuTimes is the machine's CPU time so far, in clock ticks, from the
+// first line of /proc/stat: all of it, and the part idle or waiting for
+// the disk. Zero when unknown.
+type cpuTimes struct{ total, idle uint64 }
+
+func readCPUTimes() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	return parseCPUTimes(string(line))
+}
+
+// parseCPUTimes reads the "cpu" line of /proc/stat: user nice system idle
+// iowait irq softirq steal (guest time is counted in user already).
+func parseCPUTimes(line string) cpuTimes {
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var t cpuTimes
+	for i, s := range f[1:min(len(f), 9)] {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return cpuTimes{}
+		}
+		t.total += v
+		if i == 3 || i == 4 { // idle, iowait
+			t.idle += v
+		}
+	}
+	return t
+}
+
+// idleSince is the idle share of the CPU time between then and t, or -1
+// when either is unknown or no tick passed.
+func (t cpuTimes) idleSince(then cpuTimes) float64 {
+	if t.total == 0 || then.total == 0 || t.total <= then.total || t.idle < then.idle {
+		return -1
+	}
+	return float64(t.idle-then.idle) / float64(t.total-then.total)
 }
 
 // SyncDir flushes the file system that holds dir to disk (syncfs(2)) and

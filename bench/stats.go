@@ -32,13 +32,19 @@ type Summary struct {
 	// WallSync is the median of Wall+Sync: the time until the files were
 	// on disk.
 	WallSync time.Duration
+	// Idle is the median of Measure.Idle over the runs where it is known,
+	// -1 when it is known for none.
+	Idle float64
 }
 
 // Summarize returns the medians of ms.
 func Summarize(ms []Measure) Summary {
-	var wall, cpu, rss, sync, wallSync []float64
-	s := Summary{Runs: len(ms)}
+	var wall, cpu, rss, sync, wallSync, idle []float64
+	s := Summary{Runs: len(ms), Idle: -1}
 	for i, m := range ms {
+		if m.Idle >= 0 {
+			idle = append(idle, m.Idle)
+		}
 		wall = append(wall, float64(m.Wall))
 		cpu = append(cpu, float64(m.User+m.Sys))
 		rss = append(rss, float64(m.MaxRSS))
@@ -56,5 +62,8 @@ func Summarize(ms []Measure) Summary {
 	s.MaxRSS = int64(Median(rss))
 	s.Sync = time.Duration(Median(sync))
 	s.WallSync = time.Duration(Median(wallSync))
+	if len(idle) > 0 {
+		s.Idle = Median(idle)
+	}
 	return s
 }

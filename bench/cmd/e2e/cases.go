@@ -86,8 +86,8 @@ func runCase(ctx context.Context, o options, rn bench.Runner, c e2eCase, tools [
 			if err != nil {
 				return res, fmt.Errorf("%s run %d: %w", t.Name, r+1, err)
 			}
-			logf("  %-8s run %d: %v wall, %v cpu, %.1f MiB max RSS, then %v sync", t.Name, r+1, m.Wall.Round(1e6),
-				(m.User + m.Sys).Round(1e6), float64(m.MaxRSS)/(1<<20), m.Sync.Round(1e6))
+			logf("  %-8s run %d: %v wall, %v cpu, machine %s idle, %.1f MiB max RSS, then %v sync", t.Name, r+1,
+				m.Wall.Round(1e6), (m.User + m.Sys).Round(1e6), percent(m.Idle), float64(m.MaxRSS)/(1<<20), m.Sync.Round(1e6))
 			res.Tools[i].Runs = append(res.Tools[i].Runs, m)
 		}
 	}

@@ -175,8 +175,8 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 	p("%d files, %s in all; %d runs of each tool; %d files checked by SHA-256 after each run.\n\n",
 		c.Total, mib(c.Bytes), c.Case.Runs, c.Sampled)
 	heed, hasHeed := c.tool("heed")
-	p("| Tool | Wall (median) | min – max | Files/s | MiB/s | CPU (user+sys) | Max RSS | Heed ÷ tool | then sync | Wall + sync | Heed ÷ tool, wall + sync |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| Tool | Wall (median) | min – max | Files/s | MiB/s | CPU (user+sys) | Machine idle | Max RSS | Heed ÷ tool | then sync | Wall + sync | Heed ÷ tool, wall + sync |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range c.Tools {
 		s := t.Sum
 		ratio, ratioSync := "—", "—"
@@ -184,8 +184,8 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 			ratio = fmt.Sprintf("%.2f×", heed.Sum.Wall.Seconds()/s.Wall.Seconds())
 			ratioSync = fmt.Sprintf("%.2f×", heed.Sum.WallSync.Seconds()/s.WallSync.Seconds())
 		}
-		p("| %s | %s | %s – %s | %.0f | %.1f | %s | %s | %s | %s | %s | %s |\n", t.Tool, secs(s.Wall), secs(s.MinW), secs(s.MaxW),
-			float64(c.Total)/s.Wall.Seconds(), float64(c.Bytes)/(1<<20)/s.Wall.Seconds(), secs(s.CPU), mib(s.MaxRSS), ratio,
+		p("| %s | %s | %s – %s | %.0f | %.1f | %s | %s | %s | %s | %s | %s | %s |\n", t.Tool, secs(s.Wall), secs(s.MinW), secs(s.MaxW),
+			float64(c.Total)/s.Wall.Seconds(), float64(c.Bytes)/(1<<20)/s.Wall.Seconds(), secs(s.CPU), percent(s.Idle), mib(s.MaxRSS), ratio,
 			secs(s.Sync), secs(s.WallSync), ratioSync)
 	}
 	p("\nHeed ÷ tool is Heed's median wall time over the tool's: below 1 Heed is faster. Heed syncs every file\n")
@@ -193,7 +193,18 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 	p("other tools leave their files in the page cache and hash nothing. \"then sync\" is the\n")
 	p("median time of syncfs(2) on the download folder's file system right after the tool exited (an upper\n")
 	p("bound: it flushes other writers on the shared machine too), and the last two columns compare the time\n")
-	p("until the files were on disk.\n\n")
+	p("until the files were on disk. \"Machine idle\" is the median share of all %d CPUs' time that was idle or\n", r.NProc)
+	p("waiting for the disk while the tool ran (/proc/stat): the demo hosts run in the benchmark's own process\n")
+	p("and the kernel does each tool's file and network work, so what is not idle is the tool, its share of\n")
+	p("the demo hosts and of the kernel, and whatever else the shared machine ran.\n\n")
+}
+
+// percent shows a share as a percentage, or "—" when unknown (negative).
+func percent(v float64) string {
+	if v < 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f %%", 100*v)
 }
 
 func (c caseResult) tool(name string) (toolResult, bool) {
