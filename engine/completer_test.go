@@ -89,3 +89,19 @@ func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
 		})
 	})
 }
+
+// S5: the completer may hold maxFinishing downloads beside those in flight,
+// fewer where the open-file limit is low (each holds its part open), never
+// so many that they and a reserve exceed the limit, and never fewer than a
+// handful.
+func TestFinishingFor_S5_BoundedByOpenFiles(t *testing.T) {
+	assert.Equal(t, maxFinishing, finishingFor(0), "limit unknown")
+	assert.Equal(t, maxFinishing, finishingFor(1<<20))
+	assert.Equal(t, maxFinishing, finishingFor(256+2*maxFinishing))
+	assert.Equal(t, 384, finishingFor(1024), "the usual soft limit")
+	assert.Equal(t, 64, finishingFor(384))
+	assert.Equal(t, 64, finishingFor(100))
+	for _, limit := range []uint64{400, 1024, 2000, 2303} {
+		assert.LessOrEqual(t, 256+2*finishingFor(limit), int(limit), "limit %d", limit)
+	}
+}

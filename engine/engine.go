@@ -74,10 +74,13 @@ type Engine struct {
 	bw    *rate.Limiter
 	log   *slog.Logger
 
-	running atomic.Int64  // attempts in progress
-	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
-	done    chan struct{} // an attempt ended (buffered 1)
-	urgent  atomic.Bool   // a host event happened: write host states now
+	running atomic.Int64 // attempts in progress
+	// finishing bounds the attempts finishing beside those in flight
+	// (see maxFinishing).
+	finishing int
+	held      atomic.Int64  // of those, attempts whose redirect waits for a paused host
+	done      chan struct{} // an attempt ended (buffered 1)
+	urgent    atomic.Bool   // a host event happened: write host states now
 
 	// broken is the first commit of job transitions that failed (a full
 	// disk, a database gone read-only): a transition Heed cannot persist
@@ -157,7 +160,8 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	if opt.Seed == 0 {
 		opt.Seed = time.Now().UnixNano()
 	}
-	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1), active: map[int64]*activeJob{}}
+	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1), active: map[int64]*activeJob{},
+		finishing: finishingFor(openFileLimit())}
 	if opt.Defaults.RatePerMin == 0 {
 		saved, err := loadDefaults(ctx, store)
 		if err != nil {
@@ -421,7 +425,7 @@ func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, tru
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
-	fin := make(chan finishing, maxFinishing)
+	fin := make(chan finishing, e.finishing)
 	go e.completer(fin)
 	defer close(fin) // after stop: no attempt is left to send
 	timer := time.NewTimer(time.Hour)
@@ -502,15 +506,33 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 // marked done and named by the completer) beside the requests in flight.
 // Finishing together is what makes it cheap (one sync and one commit for
 // many files); the bound keeps open files in check when the disk is slower
-// than the network.
-const maxFinishing = 256
+// than the network. With 256, 20,000 small downloads found the bound
+// reached (no new request sent until the completer caught up) in one sample
+// out of eight, and took 6–7 % longer than with 1,024.
+const maxFinishing = 1024
+
+// finishingFor is maxFinishing, or less under a low limit of open files
+// (RLIMIT_NOFILE, 0 when unknown): each finishing download holds its part
+// open, and the requests in flight, the database and whatever else the
+// process opens need descriptors too. Half of what the limit leaves past
+// fdReserve, and never below minFinishing.
+func finishingFor(limit uint64) int {
+	const fdReserve, minFinishing = 256, 64
+	if limit == 0 || limit >= fdReserve+2*maxFinishing {
+		return maxFinishing
+	}
+	if limit <= fdReserve+2*minFinishing {
+		return minFinishing
+	}
+	return int(limit-fdReserve) / 2
+}
 
 // saturated reports whether so many attempts are running that no new one
 // may start until one ends.
 func (e *Engine) saturated() bool {
-	n := e.running.Load()
+	n, most := e.running.Load(), int64(e.finishing)
 	// The first test spares the core's lock on every dispatch below the bound.
-	return n >= maxFinishing && n >= int64(e.core.GlobalInflight()+maxFinishing)
+	return n >= most && n >= int64(e.core.GlobalInflight())+most
 }
 
 // start marks the jobs of batch active in one commit, before any of their
@@ -559,7 +581,7 @@ type finishing struct {
 // gives the parts their names, then reports them and ends their attempts. A
 // part that cannot be made final fails its job.
 func (e *Engine) completer(fin <-chan finishing) {
-	batch := make([]finishing, 0, maxFinishing)
+	batch := make([]finishing, 0, e.finishing)
 	for f := range fin {
 		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.Stats().Inflight > 0 })
 		e.complete(batch)

@@ -780,3 +780,54 @@ func TestEngine_G10_RoutineHostStateWrittenWhileRunning(t *testing.T) {
 		return err == nil && len(hosts) == 1 && hosts[0].LastStatus == 200
 	}, 10*time.Second, 20*time.Millisecond, "the host's last status is stored while the engine runs")
 }
+
+// stalledFinish holds every FinishJobs until release is closed, as a disk
+// far slower than the network would.
+type stalledFinish struct {
+	engine.Store
+	entered chan struct{} // closed at the first FinishJobs
+	once    sync.Once
+	release chan struct{}
+}
+
+func (s *stalledFinish) FinishJobs(ctx context.Context, fs []engine.Finished) ([]error, error) {
+	s.once.Do(func() { close(s.entered) })
+	<-s.release
+	return s.Store.FinishJobs(ctx, fs)
+}
+
+// S5, G7: while the completer cannot keep up, downloads wait to finish
+// only up to the bound (each holds its part open): no new request is sent
+// once that many finished ones wait beside those in flight, and all go on
+// when the completer catches up.
+func TestEngine_S5_FinishingDownloadsBounded(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(1, 40, 1<<10))
+	base := t.TempDir()
+	db, err := storage.Open(filepath.Join(base, "heed.db"))
+	require.NoError(t, err)
+	defer db.Close()
+	store := &stalledFinish{Store: storage.EngineStore(db), entered: make(chan struct{}), release: make(chan struct{})}
+	eng, err := engine.New(context.Background(), store,
+		engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Workers: 2, Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	const finishing, workers = 4, 2
+	eng.SetFinishing(finishing)
+	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- eng.RunUntilIdle(ctx) }()
+
+	<-store.entered
+	require.Eventually(t, func() bool { return srv.Requests() >= finishing+workers }, 30*time.Second, 5*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // time for any request past the bound to be sent
+	assert.Equal(t, int64(finishing+workers), srv.Requests(), "no request past the finishing downloads and those in flight")
+
+	close(store.release)
+	require.NoError(t, <-ran)
+	counts, err := db.CountsByState(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), counts[storage.StateDone])
+}
