@@ -28,6 +28,7 @@ import (
 	"golang.org/x/term"
 
 	"heed/cli"
+	_ "heed/clocale" // before the toolkit reads the locale
 	"heed/engine"
 	"heed/storage"
 	"heed/ui"

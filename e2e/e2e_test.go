@@ -319,3 +319,32 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A C locale with a character set (C.UTF-8, the default of many servers and
+// containers) is not a language: heed started under it, for a script or a
+// server, prints nothing about its locale, for every command.
+func TestHeed_CLocaleSaysNothing(t *testing.T) {
+	for _, env := range [][]string{
+		{"LANG=C.UTF-8"},
+		{"LC_ALL=C.UTF-8", "LANG=en_US.UTF-8"},
+		{"LC_MESSAGES=POSIX.UTF-8"},
+		{"LANG=C"},
+	} {
+		t.Run(strings.Join(env, " "), func(t *testing.T) {
+			cmd := exec.Command(heedBin, "version")
+			for _, kv := range os.Environ() {
+				switch k, _, _ := strings.Cut(kv, "="); k {
+				case "LANG", "LC_ALL", "LC_MESSAGES", "LANGUAGE":
+				default:
+					cmd.Env = append(cmd.Env, kv)
+				}
+			}
+			cmd.Env = append(cmd.Env, env...)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			require.NoError(t, cmd.Run(), errb.String())
+			require.Empty(t, errb.String())
+			require.Contains(t, out.String(), "heed")
+		})
+	}
+}
