@@ -2,8 +2,11 @@ package fetch
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,20 +121,73 @@ func TestFetch_S2_LeftoverNamedWithoutItsMark(t *testing.T) {
 // the first free candidate: a taken name, a symlink or a dangling symlink
 // is skipped, never written through, and the part is a file of its own,
 // marked from the start. The part is linked straight from its descriptor
-// where the system allows it, else through /proc/self/fd: both are run.
+// where the system allows it, else through /proc/self/fd: both are run, and
+// a refusal of the first turns to the second for good.
 func TestFetch_S2_MarkedPartTakesTheFirstFreeName(t *testing.T) {
-	for _, how := range []string{"from the descriptor", "through /proc"} {
+	for _, how := range []string{"from the descriptor", "through /proc", "refused, then through /proc"} {
 		t.Run(how, func(t *testing.T) {
-			was := noEmptyPathLink.Load()
-			t.Cleanup(func() { noEmptyPathLink.Store(was) })
+			was, direct := noEmptyPathLink.Load(), linkDirect
+			t.Cleanup(func() { noEmptyPathLink.Store(was); linkDirect = direct })
 			noEmptyPathLink.Store(how == "through /proc")
+			directs := 0
+			linkDirect = func(fd int, dir *os.File, name string) error {
+				directs++
+				if how == "refused, then through /proc" {
+					return unix.ENOENT // as Linux before 6.10 without CAP_DAC_READ_SEARCH
+				}
+				return direct(fd, dir, name)
+			}
 			markedPartTakesTheFirstFreeName(t)
-			if how == "from the descriptor" && os.Geteuid() == 0 {
-				// CAP_DAC_READ_SEARCH allows it on every Linux since 2.6.39.
-				assert.False(t, noEmptyPathLink.Load(), "linked from its descriptor, not through /proc")
+			switch how {
+			case "from the descriptor":
+				if canLinkFromDescriptor(t) {
+					assert.False(t, noEmptyPathLink.Load(), "linked from its descriptor, not through /proc")
+					assert.Equal(t, 4, directs, "three names taken, the fourth free")
+				}
+			case "through /proc":
+				assert.Zero(t, directs)
+			default:
+				assert.True(t, noEmptyPathLink.Load(), "a refusal is remembered")
+				assert.Equal(t, 1, directs, "asked once, then through /proc")
 			}
 		})
 	}
+}
+
+// markedPartsPossible reports whether dir takes unnamed files (O_TMPFILE)
+// with extended attributes, and /proc/self/fd is there to link them by.
+func markedPartsPossible(t *testing.T, dir string) bool {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		return false
+	}
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	return unix.Fsetxattr(fd, markAttr, []byte("probe"), 0) == nil
+}
+
+// canLinkFromDescriptor reports whether this system lets linkat(2) take a
+// descriptor (AT_EMPTY_PATH) here: with CAP_DAC_READ_SEARCH on every Linux,
+// without it from Linux 6.10.
+func canLinkFromDescriptor(t *testing.T) bool {
+	status, err := os.ReadFile("/proc/self/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			require.NoError(t, err)
+			if caps&(1<<unix.CAP_DAC_READ_SEARCH) != 0 {
+				return true
+			}
+		}
+	}
+	var u unix.Utsname
+	require.NoError(t, unix.Uname(&u))
+	var major, minor int
+	_, _ = fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &major, &minor)
+	return major > 6 || major == 6 && minor >= 10
 }
 
 func markedPartTakesTheFirstFreeName(t *testing.T) {
@@ -143,7 +199,8 @@ func markedPartTakesTheFirstFreeName(t *testing.T) {
 		candidates("a.bin", func(c string) bool { return yield(c + partSuffix) })
 	})
 	if errors.Is(err, errNoMark) {
-		t.Log("no O_TMPFILE or /proc here: parts are created, then marked")
+		require.False(t, markedPartsPossible(t, e.dl), "marked parts refused where they can be made")
+		t.Log("no O_TMPFILE, extended attributes or /proc here: parts are created, then marked")
 		return
 	}
 	require.NoError(t, err)

@@ -116,21 +116,33 @@ func createMarkedPart(dir *os.File, mark string, names func(yield func(string) b
 	return os.NewFile(uintptr(fd), taken), taken, nil
 }
 
-// noEmptyPathLink is set once linkat(2) refused AT_EMPTY_PATH here (Linux
-// before 6.10 allows it only with CAP_DAC_READ_SEARCH): from then on a part
-// is linked through /proc/self/fd, which costs a path walk each time.
+// noEmptyPathLink is set once linkat(2) refused AT_EMPTY_PATH here and the
+// link through /proc/self/fd worked (Linux before 6.10 allows the first only
+// with CAP_DAC_READ_SEARCH): from then on a part is linked through /proc,
+// which costs a path walk each time.
 var noEmptyPathLink atomic.Bool
+
+// linkDirect links the open file fd as name in dir, from its descriptor.
+var linkDirect = func(fd int, dir *os.File, name string) error {
+	return unix.Linkat(fd, "", int(dir.Fd()), name, unix.AT_EMPTY_PATH)
+}
 
 // linkFD gives the open file fd the name name in dir: straight from the
 // descriptor where the system allows it, else through self, its
 // /proc/self/fd path.
 func linkFD(fd int, self string, dir *os.File, name string) error {
 	if !noEmptyPathLink.Load() {
-		err := unix.Linkat(fd, "", int(dir.Fd()), name, unix.AT_EMPTY_PATH)
+		err := linkDirect(fd, dir, name)
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
 			return err
 		}
-		noEmptyPathLink.Store(true)
+		// Refused, or something else went wrong (the folder is gone):
+		// only a link through /proc that works tells which.
+		perr := unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+		if perr == nil || errors.Is(perr, unix.EEXIST) {
+			noEmptyPathLink.Store(true)
+		}
+		return perr
 	}
 	return unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
 }
