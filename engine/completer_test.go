@@ -91,17 +91,22 @@ func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
 }
 
 // S5: the completer may hold maxFinishing downloads beside those in flight,
-// fewer where the open-file limit is low (each holds its part open), never
-// so many that they and a reserve exceed the limit, and never fewer than a
-// handful.
+// fewer where the open-file limit is low (each holds its part open, each
+// request a connection and its part), never so many that they, the
+// requests and a reserve exceed the limit, and never fewer than a handful.
 func TestFinishingFor_S5_BoundedByOpenFiles(t *testing.T) {
-	assert.Equal(t, maxFinishing, finishingFor(0), "limit unknown")
-	assert.Equal(t, maxFinishing, finishingFor(1<<20))
-	assert.Equal(t, maxFinishing, finishingFor(256+2*maxFinishing))
-	assert.Equal(t, 384, finishingFor(1024), "the usual soft limit")
-	assert.Equal(t, 64, finishingFor(384))
-	assert.Equal(t, 64, finishingFor(100))
-	for _, limit := range []uint64{400, 1024, 2000, 2303} {
-		assert.LessOrEqual(t, 256+2*finishingFor(limit), int(limit), "limit %d", limit)
+	assert.Equal(t, maxFinishing, finishingFor(0, 16), "limit unknown")
+	assert.Equal(t, maxFinishing, finishingFor(1<<20, 16))
+	assert.Equal(t, maxFinishing, finishingFor(256+2*16+2*maxFinishing, 16))
+	assert.Equal(t, 368, finishingFor(1024, 16), "the usual soft limit")
+	assert.Equal(t, minFinishing, finishingFor(384, 16))
+	assert.Equal(t, minFinishing, finishingFor(100, 16))
+	assert.Equal(t, minFinishing, finishingFor(2304, 1024), "as many workers as the limit allows")
+	for _, c := range []struct {
+		limit    uint64
+		inflight int
+	}{{500, 16}, {1024, 16}, {2000, 100}, {2303, 16}, {8192, 2048}, {65536, 4096}} {
+		got := finishingFor(c.limit, c.inflight)
+		assert.LessOrEqual(t, 256+2*c.inflight+got, int(c.limit), "%+v", c)
 	}
 }

@@ -75,8 +75,10 @@ type Engine struct {
 	log   *slog.Logger
 
 	running atomic.Int64 // attempts in progress
-	// finishing bounds the attempts finishing beside those in flight
-	// (see maxFinishing).
+	// fdLimit is the process's limit of open files (0 unknown), which
+	// bounds the attempts finishing beside those in flight (finishingFor);
+	// finishing, when set (tests), is that bound instead.
+	fdLimit   uint64
 	finishing int
 	held      atomic.Int64  // of those, attempts whose redirect waits for a paused host
 	done      chan struct{} // an attempt ended (buffered 1)
@@ -161,7 +163,7 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		opt.Seed = time.Now().UnixNano()
 	}
 	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1), active: map[int64]*activeJob{},
-		finishing: finishingFor(openFileLimit())}
+		fdLimit: openFileLimit()}
 	if opt.Defaults.RatePerMin == 0 {
 		saved, err := loadDefaults(ctx, store)
 		if err != nil {
@@ -425,7 +427,7 @@ func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, tru
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
-	fin := make(chan finishing, e.finishing)
+	fin := make(chan finishing, maxFinishing)
 	go e.completer(fin)
 	defer close(fin) // after stop: no attempt is left to send
 	timer := time.NewTimer(time.Hour)
@@ -512,27 +514,38 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 const maxFinishing = 1024
 
 // finishingFor is maxFinishing, or less under a low limit of open files
-// (RLIMIT_NOFILE, 0 when unknown): each finishing download holds its part
-// open, and the requests in flight, the database and whatever else the
-// process opens need descriptors too. Half of what the limit leaves past
-// fdReserve, and never below minFinishing.
-func finishingFor(limit uint64) int {
-	const fdReserve, minFinishing = 256, 64
-	if limit == 0 || limit >= fdReserve+2*maxFinishing {
+// (RLIMIT_NOFILE, 0 when unknown) with inflight requests allowed at once:
+// each finishing download holds its part open, each request a connection
+// and its part, and the database and whatever else the process opens need
+// descriptors too (fdReserve). Half of what the limit leaves past those,
+// and never below minFinishing.
+func finishingFor(limit uint64, inflight int) int {
+	const fdReserve = 256
+	if limit == 0 {
 		return maxFinishing
 	}
-	if limit <= fdReserve+2*minFinishing {
+	used := uint64(fdReserve + 2*max(inflight, 0))
+	if limit <= used+2*minFinishing {
 		return minFinishing
 	}
-	return int(limit-fdReserve) / 2
+	return min(maxFinishing, int(limit-used)/2)
 }
+
+// minFinishing is the fewest downloads allowed to be finishing.
+const minFinishing = 64
 
 // saturated reports whether so many attempts are running that no new one
 // may start until one ends.
 func (e *Engine) saturated() bool {
-	n, most := e.running.Load(), int64(e.finishing)
-	// The first test spares the core's lock on every dispatch below the bound.
-	return n >= most && n >= int64(e.core.GlobalInflight())+most
+	n := e.running.Load()
+	most := e.finishing
+	if most == 0 {
+		if n < minFinishing {
+			return false // below any bound: spares the core's lock on every dispatch
+		}
+		most = finishingFor(e.fdLimit, e.core.GlobalInflight())
+	}
+	return n >= int64(e.core.GlobalInflight()+most)
 }
 
 // start marks the jobs of batch active in one commit, before any of their
@@ -581,7 +594,7 @@ type finishing struct {
 // gives the parts their names, then reports them and ends their attempts. A
 // part that cannot be made final fails its job.
 func (e *Engine) completer(fin <-chan finishing) {
-	batch := make([]finishing, 0, e.finishing)
+	batch := make([]finishing, 0, maxFinishing)
 	for f := range fin {
 		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.Stats().Inflight > 0 })
 		e.complete(batch)
