@@ -538,14 +538,15 @@ const minFinishing = 64
 // may start until one ends.
 func (e *Engine) saturated() bool {
 	n := e.running.Load()
+	if n < minFinishing && e.finishing == 0 {
+		return false // below any bound: spares the core's lock on every dispatch
+	}
+	inflight := e.core.GlobalInflight()
 	most := e.finishing
 	if most == 0 {
-		if n < minFinishing {
-			return false // below any bound: spares the core's lock on every dispatch
-		}
-		most = finishingFor(e.fdLimit, e.core.GlobalInflight())
+		most = finishingFor(e.fdLimit, inflight)
 	}
-	return n >= int64(e.core.GlobalInflight()+most)
+	return n >= int64(inflight+most)
 }
 
 // start marks the jobs of batch active in one commit, before any of their
