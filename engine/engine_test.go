@@ -803,18 +803,12 @@ func (s *stalledFinish) FinishJobs(ctx context.Context, fs []engine.Finished) ([
 func TestEngine_S5_FinishingDownloadsBounded(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(1, 40, 1<<10))
 	base := t.TempDir()
-	db, err := storage.Open(filepath.Join(base, "heed.db"))
-	require.NoError(t, err)
-	defer db.Close()
-	store := &stalledFinish{Store: storage.EngineStore(db), entered: make(chan struct{}), release: make(chan struct{})}
-	eng, err := engine.New(context.Background(), store,
-		engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Workers: 2, Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
 	const finishing, workers = 4, 2
+	store := &stalledFinish{entered: make(chan struct{}), release: make(chan struct{})}
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
+		func(s engine.Store) engine.Store { store.Store = s; return store }, srv.URLs(),
+		func(o *engine.Options) { o.Workers = workers })
 	eng.SetFinishing(finishing)
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ran := make(chan error, 1)

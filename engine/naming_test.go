@@ -69,14 +69,18 @@ func TestEngine_J3_DoneRecordedBeforeThePartIsNamed(t *testing.T) {
 
 // engineOver opens the database at dbPath and an engine over it, whose
 // store is the database's own passed through wrap, with urls queued. Both
-// are closed when the test ends.
-func engineOver(t *testing.T, dbPath, dir string, wrap func(engine.Store) engine.Store, urls []string) (*storage.DB, *engine.Engine) {
+// are closed when the test ends. tune, if any, changes the engine's options.
+func engineOver(t *testing.T, dbPath, dir string, wrap func(engine.Store) engine.Store, urls []string,
+	tune ...func(*engine.Options)) (*storage.DB, *engine.Engine) {
 	t.Helper()
 	db, err := storage.Open(dbPath)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
-	eng, err := engine.New(context.Background(), wrap(storage.EngineStore(db)),
-		engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+	opt := engine.Options{Dir: dir, Defaults: fast(), Version: "test"}
+	for _, f := range tune {
+		f(&opt)
+	}
+	eng, err := engine.New(context.Background(), wrap(storage.EngineStore(db)), opt)
 	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
 	_, err = eng.Add(context.Background(), strings.Join(urls, "\n"))

@@ -131,20 +131,19 @@ var linkDirect = func(fd int, dir *os.File, name string) error {
 // descriptor where the system allows it, else through self, its
 // /proc/self/fd path.
 func linkFD(fd int, self string, dir *os.File, name string) error {
-	if !noEmptyPathLink.Load() {
+	tried := !noEmptyPathLink.Load()
+	if tried {
 		err := linkDirect(fd, dir, name)
 		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) && !errors.Is(err, unix.EINVAL) {
 			return err
 		}
-		// Refused, or something else went wrong (the folder is gone):
-		// only a link through /proc that works tells which.
-		perr := unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
-		if perr == nil || errors.Is(perr, unix.EEXIST) {
-			noEmptyPathLink.Store(true)
-		}
-		return perr
 	}
-	return unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+	err := unix.Linkat(unix.AT_FDCWD, self, int(dir.Fd()), name, unix.AT_SYMLINK_FOLLOW)
+	if tried && (err == nil || errors.Is(err, unix.EEXIST)) {
+		// The first way was refused, not the folder gone: /proc from now on.
+		noEmptyPathLink.Store(true)
+	}
+	return err
 }
 
 // markPart marks f with mark, if the file system keeps extended
