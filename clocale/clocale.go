@@ -19,11 +19,11 @@ import (
 	"strings"
 )
 
-func init() { Settle(os.Getenv, os.Setenv) }
+func init() { settle(os.Getenv, os.Setenv) }
 
-// Settle sets LANGUAGE to "en" through setenv when getenv tells a C or
+// settle sets LANGUAGE to "en" through setenv when getenv tells a C or
 // POSIX locale with a character set decides messages and LANGUAGE is unset.
-func Settle(getenv func(string) string, setenv func(string, string) error) {
+func settle(getenv func(string) string, setenv func(string, string) error) {
 	if getenv("LANGUAGE") != "" {
 		return
 	}

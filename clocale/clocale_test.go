@@ -27,7 +27,7 @@ func TestSettle(t *testing.T) {
 			for k, v := range tt.env {
 				env[k] = v
 			}
-			Settle(func(k string) string { return env[k] }, func(k, v string) error { env[k] = v; return nil })
+			settle(func(k string) string { return env[k] }, func(k, v string) error { env[k] = v; return nil })
 			assert.Equal(t, tt.want, env["LANGUAGE"])
 			for k, v := range tt.env {
 				if k != "LANGUAGE" {
