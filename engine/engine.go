@@ -256,6 +256,17 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 	named := make([]Named, 0, len(us))
 	for _, u := range us {
 		file, err := e.fetch.NameLeftover(u.Part, u.File, u.Bytes, u.SHA256)
+		if u.Part == "" && err == nil && file == "" {
+			// Held in a file with no name, which the crash took before the
+			// download had its name: fetched again, as a download the crash
+			// cut off. (Were this another folder than the one the crash cut
+			// off, with the file there, it would be fetched a second time:
+			// the crash had to fall in the moment between the commit and
+			// the link, and Heed be run on another folder after it.)
+			e.log.Info("a download finished just before a crash is fetched again", "job", u.JobID, "file", u.File)
+			named = append(named, Named{JobID: u.JobID, Again: true})
+			continue
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			e.log.Info("a download finished before a crash is not in this folder", "job", u.JobID, "err", err)
 			continue
@@ -280,6 +291,12 @@ func (e *Engine) nameLeftovers(ctx context.Context) error {
 	}
 	if err := e.store.Named(named); err != nil {
 		return fmt.Errorf("recording final names: %w", err)
+	}
+	// Jobs queued again are committed before the queue is loaded.
+	if slices.ContainsFunc(named, func(n Named) bool { return n.Again }) {
+		if err := e.store.Flush(ctx); err != nil {
+			return fmt.Errorf("recording final names: %w", err)
+		}
 	}
 	return nil
 }
@@ -663,7 +680,8 @@ func (e *Engine) complete(batch []finishing) {
 		}
 		done = append(done, Finished{Attempt: e.attemptRecord(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "ok"),
 			Done: Completed{File: f.res.File, Bytes: f.res.Bytes, SHA256: f.res.SHA256, Status: f.res.Status,
-				Part: f.res.Part, Size: f.res.Size, ETag: f.res.ETag, LastModified: f.res.LastModified}})
+				Part: f.res.Part, Size: f.res.Size, ETag: f.res.ETag, LastModified: f.res.LastModified,
+				Held: f.res.Held()}})
 		ok = append(ok, f)
 	}
 	if len(ok) == 0 {
@@ -683,7 +701,9 @@ func (e *Engine) complete(batch []finishing) {
 		err = fmt.Errorf("the database cannot record finished downloads: %w", err)
 		e.breaks(err)
 		for _, f := range ok {
-			if !f.noted {
+			if f.res.Held() {
+				e.fetch.Release(&f.res) // its bytes go with their file, which has no name
+			} else if !f.noted {
 				if rerr := e.fetch.RemovePart(f.res.Part); rerr != nil {
 					e.log.Error("removing a part nothing records", "part", f.res.Part, "err", rerr)
 				}
@@ -695,13 +715,16 @@ func (e *Engine) complete(batch []finishing) {
 	}
 	// A job the person paused or cancelled while its file was finishing
 	// keeps its state and its complete part, recorded for a resume in the
-	// same commit; only the others take their names.
+	// same commit (a held body, which has no part, is let go: the resume
+	// fetches it again); only the others take their names.
 	rs = rs[:0]
 	picked := make([]string, len(ok))
 	for i := range ok {
 		picked[i] = ok[i].res.File
 		if errs[i] == nil {
 			rs = append(rs, &ok[i].res)
+		} else {
+			e.fetch.Release(&ok[i].res)
 		}
 	}
 	e.fetch.NameParts(rs)
@@ -956,6 +979,9 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 // after the crash would land as "name (1).ext" beside it. The record rides
 // the next batch commit, so the body need not wait for it.
 //
+// A body held in a file with no name (fetch's hold: announced, at most
+// 64 KiB, on Linux) has no part to record until its attempt ends.
+//
 // A small body from the start (at most smallBody, announced) usually lands
 // in a read or two, and its job's done state then replaces the record: its
 // part is recorded only if it is still arriving after partRecordDelay. At
@@ -996,8 +1022,8 @@ func (p *partNotes) recorded() bool {
 func (p *partNotes) started(r Resume) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.ended {
-		return
+	if p.ended || r.Part == "" {
+		return // a body held in a file with no name: nothing a resume could find
 	}
 	if r.Bytes == 0 && r.Size >= 0 && r.Size <= smallBody && !p.fired {
 		p.pending = &r

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -28,14 +29,21 @@ type namingOrder struct {
 	engine.Store
 	dir           string
 	parts, finals int // parts present, final names present, when recorded
+	held          int // bodies held in files with no name, when recorded
 	recorded      int
 }
 
 func (n *namingOrder) FinishJobs(ctx context.Context, done []engine.Finished) ([]error, error) {
 	for _, d := range done {
 		n.recorded++
-		if _, err := os.Stat(filepath.Join(n.dir, d.Done.Part)); err == nil {
-			n.parts++
+		switch {
+		case d.Done.Held && d.Done.Part == "":
+			n.held++
+		case d.Done.Part == "":
+		default:
+			if _, err := os.Stat(filepath.Join(n.dir, d.Done.Part)); err == nil {
+				n.parts++
+			}
 		}
 		if _, err := os.Stat(filepath.Join(n.dir, d.Done.File)); err == nil {
 			n.finals++
@@ -45,26 +53,35 @@ func (n *namingOrder) FinishJobs(ctx context.Context, done []engine.Finished) ([
 }
 
 // J3, S2: a finished download is recorded done, with its final name, while
-// its bytes are still in the part: the part takes the name only after the
-// commit, so a crash at any instant leaves no file that nothing records.
+// its bytes are still in the part — or, for a small body, in a file with no
+// name: the part takes the name only after the commit, so a crash at any
+// instant leaves no file that nothing records.
 func TestEngine_J3_DoneRecordedBeforeThePartIsNamed(t *testing.T) {
-	srv := startDemo(t, demo.FastConfig(2, 20, 4<<10))
-	base := t.TempDir()
-	dir := filepath.Join(base, "dl")
-	var store *namingOrder
-	db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir, func(s engine.Store) engine.Store {
-		store = &namingOrder{Store: s, dir: dir}
-		return store
-	}, srv.URLs())
-	require.NoError(t, eng.RunUntilIdle(context.Background()))
+	for _, size := range []int{4 << 10, 80 << 10} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			srv := startDemo(t, demo.FastConfig(2, 20, size))
+			base := t.TempDir()
+			dir := filepath.Join(base, "dl")
+			var store *namingOrder
+			db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir, func(s engine.Store) engine.Store {
+				store = &namingOrder{Store: s, dir: dir}
+				return store
+			}, srv.URLs())
+			require.NoError(t, eng.RunUntilIdle(context.Background()))
 
-	assert.Equal(t, 40, store.recorded)
-	assert.Equal(t, 40, store.parts, "every part still under its part name when recorded")
-	assert.Zero(t, store.finals, "no final name taken before it was recorded")
-	us, err := db.Unnamed(context.Background())
-	require.NoError(t, err)
-	assert.Empty(t, us, "each cleared once named")
-	assertServedOnce(t, srv, db, dir)
+			assert.Equal(t, 40, store.recorded)
+			if size <= 64<<10 {
+				assert.Equal(t, 40, store.held, "every small body still in its file with no name when recorded")
+			} else {
+				assert.Equal(t, 40, store.parts, "every part still under its part name when recorded")
+			}
+			assert.Zero(t, store.finals, "no final name taken before it was recorded")
+			us, err := db.Unnamed(context.Background())
+			require.NoError(t, err)
+			assert.Empty(t, us, "each cleared once named")
+			assertServedOnce(t, srv, db, dir)
+		})
+	}
 }
 
 // engineOver opens the database at dbPath and an engine over it, whose
@@ -239,6 +256,95 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 	assert.NoFileExists(t, in(jobs[3].File))
 }
 
+// S2, F3: Heed killed between the commit that records small downloads done
+// and the links that give their held bodies (files with no name) their
+// final names: the next start finds each one that had its name — under it,
+// or under the next free name if another file took it (recorded then) —
+// and queues again each one the kill took before it had its name, fetched
+// once more; no file is fetched twice and none is left that nothing
+// records.
+func TestEngine_S2_KilledBeforeHeldBodyNamedFetchedAgain(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(1, 3, 4<<10))
+	base := t.TempDir()
+	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
+	in := func(name string) string { return filepath.Join(dir, name) }
+
+	first := &rig{t: t, dbPath: dbPath, dir: dir}
+	first.open(engine.Options{})
+	first.add(srv.URLs()...)
+	store := storage.EngineStore(first.db)
+	var ids []int64
+	for _, j := range first.jobs() {
+		ids = append(ids, j.ID)
+	}
+	started, err := store.StartJobs(context.Background(), ids)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var done []engine.Finished
+	for i, j := range started {
+		resp, err := http.Get(j.URL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		name := path.Base(j.URL)
+		switch i {
+		case 0: // linked before the kill
+			require.NoError(t, os.WriteFile(in(name), body, 0o644))
+		case 1: // another file took the name first: linked under the next one
+			require.NoError(t, os.WriteFile(in(name), []byte("came in between"), 0o644))
+			require.NoError(t, os.WriteFile(in(strings.Replace(name, ".", " (1).", 1)), body, 0o644))
+		} // 2: the kill took it
+		sum := sha256.Sum256(body)
+		done = append(done, engine.Finished{
+			Attempt: engine.AttemptRecord{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
+				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
+			Done: engine.Completed{File: name, Held: true, Bytes: int64(len(body)),
+				SHA256: hex.EncodeToString(sum[:]), Status: 200}})
+	}
+	_, err = store.FinishJobs(context.Background(), done)
+	require.NoError(t, err)
+	jobs := first.jobs()
+	us, err := first.db.Unnamed(context.Background())
+	require.NoError(t, err)
+	require.Len(t, us, 3, "listed as unnamed, with no part")
+	for _, u := range us {
+		assert.Empty(t, u.Part)
+	}
+	first.close()
+	requests := srv.Requests()
+
+	r := &rig{t: t, dbPath: dbPath, dir: dir}
+	r.open(engine.Options{})
+	require.NoError(t, r.db.Flush(context.Background()))
+	us, err = r.db.Unnamed(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, us, "every listed download was dealt with at New")
+	atNew := r.jobs()
+	assert.Equal(t, storage.StateDone, atNew[0].State)
+	assert.Equal(t, storage.StateDone, atNew[1].State)
+	assert.Equal(t, storage.StateQueued, atNew[2].State, "its bytes went with the kill: queued again")
+	assert.Empty(t, atNew[2].File)
+	assert.Empty(t, atNew[2].SHA256)
+
+	r.runIdle()
+	assert.Equal(t, requests+1, srv.Requests(), "only the download the kill took is fetched again")
+	after := r.jobs()
+	for _, j := range after {
+		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		want, _ := srv.Expected(j.URL)
+		assert.Equal(t, want, j.SHA256, j.URL)
+		assert.Equal(t, want, sha(t, in(j.File)), j.URL)
+	}
+	assert.Equal(t, jobs[0].File, after[0].File)
+	assert.Equal(t, strings.Replace(jobs[1].File, ".", " (1).", 1), after[1].File, "the next free name, recorded")
+	assert.Equal(t, jobs[2].File, after[2].File, "under its own name: nothing took it")
+	got, err := os.ReadFile(in(jobs[1].File))
+	require.NoError(t, err)
+	assert.Equal(t, "came in between", string(got), "what took the name is kept")
+	assert.Len(t, dirNames(t, dir), 4, "the three downloads and the file that came in between, nothing else")
+}
+
 // fullDisk is a Store whose commits of job starts or of finished downloads
 // fail as SQLite's do on a full disk.
 type fullDisk struct {
@@ -356,41 +462,60 @@ func (p pausedWhileFinishing) FinishJobs(ctx context.Context, done []engine.Fini
 // J3, F3, F5: a job the person pauses while its file is finishing stays
 // paused with its complete part recorded, and no final name is taken for
 // it; resumed, it completes from that part (a 416 for the whole file), and
-// the folder holds each file once under its own name.
+// the folder holds each file once under its own name. A small body, held
+// in a file with no name, has no part to keep: it is let go, and the
+// resume fetches it whole.
 func TestEngine_J3_PausedWhileFinishingKeepsItsPartForTheResume(t *testing.T) {
-	srv := startDemo(t, demo.Config{Files: 4, FileSize: 2 << 10, Seed: 4, Hosts: []demo.HostSpec{{Name: "ok"}}})
-	base := t.TempDir()
-	dir := filepath.Join(base, "dl")
-	db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir,
-		func(s engine.Store) engine.Store { return pausedWhileFinishing{s} }, srv.URLs())
-	require.NoError(t, eng.RunUntilIdle(context.Background()))
-	require.NoError(t, eng.Close())
+	for _, size := range []int{80 << 10, 2 << 10} {
+		held := size <= 64<<10
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			srv := startDemo(t, demo.Config{Files: 4, FileSize: size, Seed: 4, Hosts: []demo.HostSpec{{Name: "ok"}}})
+			base := t.TempDir()
+			dir := filepath.Join(base, "dl")
+			db, eng := engineOver(t, filepath.Join(base, "heed.db"), dir,
+				func(s engine.Store) engine.Store { return pausedWhileFinishing{s} }, srv.URLs())
+			require.NoError(t, eng.RunUntilIdle(context.Background()))
+			require.NoError(t, eng.Close())
 
-	jobs := mustJobs(t, db)
-	var ids []int64
-	for _, j := range jobs {
-		require.Equal(t, storage.StatePaused, j.State, j.URL)
-		require.NotEmpty(t, j.Part, "the part is recorded for the resume")
-		assert.Equal(t, int64(2<<10), j.Bytes)
-		assert.FileExists(t, filepath.Join(dir, j.Part))
-		assert.NoFileExists(t, filepath.Join(dir, strings.TrimSuffix(j.Part, ".part")), "no final name for a paused job")
-		ids = append(ids, j.ID)
-	}
-	first := len(srv.Log())
+			jobs := mustJobs(t, db)
+			var ids []int64
+			for _, j := range jobs {
+				require.Equal(t, storage.StatePaused, j.State, j.URL)
+				ids = append(ids, j.ID)
+				if held {
+					assert.Empty(t, j.Part, "nothing to resume")
+					continue
+				}
+				require.NotEmpty(t, j.Part, "the part is recorded for the resume")
+				assert.Equal(t, int64(size), j.Bytes)
+				assert.FileExists(t, filepath.Join(dir, j.Part))
+				assert.NoFileExists(t, filepath.Join(dir, strings.TrimSuffix(j.Part, ".part")), "no final name for a paused job")
+			}
+			if held {
+				assert.Empty(t, dirNames(t, dir), "no final name for a paused job, and no part")
+			}
+			first := len(srv.Log())
 
-	eng, err := engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
-	_, err = eng.Resume(context.Background(), ids)
-	require.NoError(t, err)
-	require.NoError(t, eng.RunUntilIdle(context.Background()))
-	assertServedOnce(t, srv, db, dir)
-	// The log gets a request when its handler returns, which can be just
-	// after Heed read the answer.
-	require.Eventually(t, func() bool { return len(srv.Log()) == first+4 }, 10*time.Second, 5*time.Millisecond)
-	for _, r := range srv.Log()[first:] {
-		assert.NotEmpty(t, r.Range, "resumed from the part: %s", r.Path)
-		assert.Equal(t, 416, r.Status, "the whole file was in the part: %s", r.Path)
+			eng, err := engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: fast(), Version: "test"})
+			require.NoError(t, err)
+			defer eng.Close()
+			_, err = eng.Resume(context.Background(), ids)
+			require.NoError(t, err)
+			require.NoError(t, eng.RunUntilIdle(context.Background()))
+			assertServedOnce(t, srv, db, dir)
+			// The log gets a request when its handler returns, which can be just
+			// after Heed read the answer.
+			require.Eventually(t, func() bool { return len(srv.Log()) == first+4 }, 10*time.Second, 5*time.Millisecond)
+			for _, r := range srv.Log()[first:] {
+				if held {
+					assert.Empty(t, r.Range, "fetched whole: %s", r.Path)
+					assert.Equal(t, 200, r.Status, r.Path)
+					continue
+				}
+				assert.NotEmpty(t, r.Range, "resumed from the part: %s", r.Path)
+				assert.Equal(t, 416, r.Status, "the whole file was in the part: %s", r.Path)
+			}
+		})
 	}
 }
 

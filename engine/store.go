@@ -37,8 +37,8 @@ type Store interface {
 	// final name, in one commit. The result is aligned with done: a job no
 	// longer active gets an error wrapping ErrNotQueued, its attempt
 	// recorded all the same and its complete part recorded for a resume. A
-	// job marked done whose Completed has a Part is listed as unnamed, in
-	// the same commit, until Named clears it.
+	// job marked done whose Completed has a Part or is Held is listed as
+	// unnamed, in the same commit, until Named clears it.
 	FinishJobs(ctx context.Context, done []Finished) ([]error, error)
 	// Unnamed returns the downloads FinishJobs listed and Named has not
 	// cleared: a crash came between the commit and the renaming.
@@ -182,13 +182,16 @@ type Completed struct {
 	Size         int64
 	ETag         string
 	LastModified string
+	// Held says the download is in a file with no name instead of a part
+	// (fetch.Result.Held): listed as unnamed all the same, with no part.
+	Held bool
 }
 
 // Unnamed is a download recorded done whose part may not have its final
 // name yet.
 type Unnamed struct {
 	JobID  int64
-	Part   string // the complete part
+	Part   string // the complete part; "" for a download held in a file with no name
 	File   string // the final name recorded for it
 	Bytes  int64
 	SHA256 string
@@ -206,6 +209,9 @@ type Named struct {
 	// Lost, with Err, says the download was found nowhere: the job fails
 	// and keeps no part (its part name may hold another download's bytes).
 	Lost bool
+	// Again says a held download (Completed.Held) went with a crash before
+	// it had its name: the job is queued again.
+	Again bool
 }
 
 // Finished is one download complete on disk: its attempt and its file.

@@ -182,7 +182,8 @@ func (s engineStore) FinishJobs(ctx context.Context, done []engine.Finished) ([]
 	for i, d := range done {
 		fs[i] = Finish{Attempt: attemptOf(d.Attempt),
 			Done: Done{File: d.Done.File, Bytes: d.Done.Bytes, SHA256: d.Done.SHA256, Status: d.Done.Status,
-				Part: d.Done.Part, Size: d.Done.Size, ETag: d.Done.ETag, LastModified: d.Done.LastModified}}
+				Part: d.Done.Part, Size: d.Done.Size, ETag: d.Done.ETag, LastModified: d.Done.LastModified,
+				Held: d.Done.Held}}
 	}
 	errs, err := s.db.FinishJobs(ctx, fs)
 	for i := range errs {

@@ -303,7 +303,7 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 				}
 				continue
 			}
-			if f.Done.Part != "" {
+			if f.Done.Part != "" || f.Done.Held {
 				if _, err := w.exec(`INSERT OR REPLACE INTO naming (job_id, part) VALUES (?, ?)`,
 					f.Attempt.JobID, f.Done.Part); err != nil {
 					return err
@@ -321,7 +321,7 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 // Unnamed is a download recorded done whose part may not have its final name yet.
 type Unnamed struct {
 	JobID  int64
-	Part   string // the complete part
+	Part   string // the complete part; "" for a download held in a file with no name
 	File   string // the final name recorded for it
 	Bytes  int64
 	SHA256 string
@@ -404,6 +404,10 @@ type Named struct {
 	// Lost, with Err, says the download was found nowhere: the job (if still done) fails with
 	// Err and keeps no part, since its part name may hold another download's bytes.
 	Lost bool
+	// Again says the download, held in a file with no name (Done.Held), went with a crash
+	// before it had its name: the job (if still done) is queued again, due at once, as a job
+	// the crash found active would be.
+	Again bool
 }
 
 // Named clears downloads listed as unnamed, committed with the next batch (S5): it returns at
@@ -417,6 +421,9 @@ func (db *DB) Named(ns []Named) error {
 		for _, n := range ns {
 			var err error
 			switch {
+			case n.Again:
+				_, err = w.exec(`UPDATE jobs SET state = 'queued', not_before = ?, updated_at = ?, file = '',
+					sha256 = '', bytes = 0, part = '' WHERE id = ? AND state = 'done'`, now, now, n.JobID)
 			case n.Err != "" && n.Lost:
 				_, err = w.exec(`UPDATE jobs SET state = 'failed', file = '', part = '', last_error = ?,
 					updated_at = ? WHERE id = ? AND state = 'done'`, n.Err, now, n.JobID)
@@ -483,6 +490,10 @@ type Done struct {
 	Size         int64
 	ETag         string
 	LastModified string
+	// Held says the download is in a file with no name, not in a part: FinishJobs lists it as
+	// unnamed, with no part, until Named clears it. A crash in between takes its bytes with it
+	// unless it had its name (Named with Again then queues its job again).
+	Held bool
 }
 
 // MarkDone records an active job's completed file. The partial name is cleared, since the

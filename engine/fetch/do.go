@@ -55,6 +55,9 @@ func (f *Fetcher) Do(ctx context.Context, req Request, progress func(bytesSoFar 
 	}
 	a.run(ctx)
 	if a.file != nil {
+		if a.held != nil {
+			a.keepHeld()
+		}
 		a.file.Close()
 	}
 	return a.res
@@ -68,6 +71,7 @@ type attempt struct {
 	progress func(int64)
 
 	file    *os.File  // open part file, nil until there is one
+	held    *holding  // the body is in a file with no name (see hold)
 	have    int64     // bytes in the part file
 	flushed int64     // bytes of it whose writeback was started
 	sum     hash.Hash // SHA-256 of the bytes in the part file, once streaming
@@ -247,16 +251,114 @@ func (a *attempt) full(resp *http.Response) {
 		if user == nil && a.req.Hop == 0 {
 			user = a.req.URL
 		}
-		file, part, err := a.f.createPart(responseName(resp.Header, user), a.req.Job)
-		if err != nil {
-			a.fail(Disk, false, fmt.Errorf("create part file: %w", err))
-			return
+		name := responseName(resp.Header, user)
+		if !a.hold(total, name) {
+			file, part, err := a.f.createPart(name, a.req.Job)
+			if err != nil {
+				a.fail(Disk, false, fmt.Errorf("create part file: %w", err))
+				return
+			}
+			a.file, a.res.Part = file, part
 		}
-		a.file, a.res.Part = file, part
 	}
 	a.res.Size = total
 	a.sum = sha256.New()
 	a.stream(resp.Body, total, total)
+}
+
+// holdMax is the largest announced body that hold keeps in a file with no
+// name.
+const holdMax = 64 << 10
+
+// holdFor is how long a body may stay held: one still arriving then takes
+// its part name, so that a crash leaves what came of it to resume (F5, S2).
+const holdFor = 20 * time.Millisecond
+
+// holding is a body held in a file with no name (see hold).
+type holding struct {
+	name  string // the name it is to take
+	timer *time.Timer
+
+	mu   sync.Mutex
+	part string // the part name it took after holdFor, if it did
+	over bool   // the attempt is done with the file: the timer leaves it alone
+}
+
+// settle ends the hold, and returns the part name the body took after
+// holdFor ("" if none).
+func (h *holding) settle() string {
+	h.timer.Stop()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.over = true
+	return h.part
+}
+
+// hold opens a file with no name for a new body of total bytes, announced
+// and at most holdMax, that is to take name. Such a body nearly always
+// arrives whole at once; from that file it takes its final name in one
+// link once complete and synced (NameParts), so no final file is ever
+// partial (F4), and it never has a part name: no part to create, mark and
+// rename, which is most of what a small download costs the file system,
+// and each of those changes locks the folder against the other downloads.
+// A body still arriving after holdFor takes its part name then, and one
+// whose attempt ends before it is whole when the attempt ends (keepHeld),
+// to be resumed like any part (F5). It reports false where the system has
+// no files without a name; the caller then creates a part.
+func (a *attempt) hold(total int64, name string) bool {
+	if total < 0 || total > holdMax || a.f.dir == nil || a.f.noHeld.Load() {
+		return false
+	}
+	file, err := openUnnamed(a.f.dir, name)
+	if err != nil {
+		if errors.Is(err, errNoUnnamed) {
+			a.f.noHeld.Store(true)
+		}
+		return false
+	}
+	h := &holding{name: name}
+	started := a.res // what the part is to be recorded with
+	started.Size, started.Bytes = total, 0
+	h.timer = time.AfterFunc(holdFor, func() {
+		h.mu.Lock()
+		if !h.over {
+			h.part, _ = a.nameAsPart(file, name)
+		}
+		part := h.part
+		h.mu.Unlock()
+		if part != "" && a.req.Started != nil {
+			started.Part = part
+			a.req.Started(started)
+		}
+	})
+	a.file, a.held, a.res.Part = file, h, ""
+	return true
+}
+
+// keepHeld gives the bytes of a held body whose attempt ended before it was
+// whole their part name (F5), unless it took one after holdFor. Where that
+// fails, they are dropped and the retry starts from zero.
+func (a *attempt) keepHeld() {
+	part := a.held.settle()
+	if part == "" && a.have > 0 {
+		part, _ = a.nameAsPart(a.file, a.held.name)
+	}
+	a.held = nil
+	a.res.Part = part
+	if part == "" {
+		a.res.Bytes = 0
+	}
+}
+
+// nameAsPart gives file, which has no name, a part name for name as
+// createPart would (F3), marked as the job's before it has that name.
+func (a *attempt) nameAsPart(file *os.File, name string) (string, error) {
+	if a.f.owner != "" && a.req.Job > 0 {
+		markPart(file, partMark(a.f.owner, a.req.Job))
+	}
+	return linkFirstFree(int(file.Fd()), a.f.dir, func(yield func(string) bool) {
+		a.f.freeCandidates(name, partSuffix, yield)
+	}, isPartName)
 }
 
 // partial handles a 206 to our Range request. It is accepted only when it
@@ -509,9 +611,14 @@ func (a *attempt) write(p []byte, budget int64) bool {
 	if a.f.maxSize > 0 && a.have+m > a.f.maxSize {
 		// The file can never fit: drop the part rather than keep a useless
 		// prefix (B12). No final file is made.
+		if a.held != nil {
+			a.res.Part, a.held = a.held.settle(), nil
+		}
 		a.file.Close()
 		a.file = nil
-		a.f.root.Remove(a.res.Part)
+		if a.res.Part != "" {
+			a.f.root.Remove(a.res.Part)
+		}
 		a.res.Part, a.res.Bytes, a.have = "", 0, 0
 		a.fail(SizeLimit, false, fmt.Errorf("body exceeds the %d-byte size cap", a.f.maxSize))
 		return false
@@ -557,6 +664,14 @@ const writeBehind = 8 << 20
 // makes the part final (F3, F4, F7).
 func (a *attempt) complete() {
 	a.res.Pending = &Pending{file: a.file, part: a.res.Part}
+	if a.held != nil {
+		if part := a.held.settle(); part != "" {
+			a.res.Part, a.res.Pending.part = part, part // it took its part name after holdFor
+		} else {
+			a.res.Pending.held = a.held.name
+		}
+		a.held = nil
+	}
 	a.file = nil
 	a.res.SHA256 = hex.EncodeToString(a.sum.Sum(nil))
 	a.res.Bytes = a.have

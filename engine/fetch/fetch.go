@@ -207,10 +207,28 @@ type Digest struct {
 }
 
 // Pending is a download whose whole body is in its part file, still open,
-// waiting for FinishParts.
+// waiting for FinishParts. A small body is held in a file with no name
+// instead (see hold): part is "" and held the name it is to take.
 type Pending struct {
 	file *os.File
 	part string
+	held string
+}
+
+// Held reports whether r's complete body waits in a file with no name (see
+// hold): it has no part, and its bytes go with the file if Release lets it
+// go or the process ends before NameParts names it.
+func (r *Result) Held() bool { return r.Pending != nil && r.Pending.held != "" }
+
+// Release lets go of r's complete download when it is not to be named (its
+// job was paused or cancelled while it finished, or nothing could record
+// it): a held body goes with its file; a part stays under its name.
+func (f *Fetcher) Release(r *Result) {
+	if p := r.Pending; p != nil && p.file != nil {
+		p.file.Close()
+		p.file = nil
+	}
+	r.Pending = nil
 }
 
 // Class classifies the outcome of an attempt.
@@ -268,6 +286,7 @@ type Fetcher struct {
 	hintMu    sync.Mutex
 	hints     map[string]int // name and suffix → copy number its last search stopped at
 	noMarked  atomic.Bool    // the system cannot create a part already marked
+	noHeld    atomic.Bool    // the system cannot hold a body in a file with no name (see hold)
 }
 
 // New opens Config.Dir and builds a Fetcher.
@@ -397,6 +416,10 @@ var errNoRename = errors.New("rename without replace is not supported here")
 // errNoMark means the system cannot create a part already marked (see
 // createMarkedPart).
 var errNoMark = errors.New("marked parts are not supported here")
+
+// errNoUnnamed says the system cannot create a file without a name, or
+// cannot give one its name (see openUnnamed).
+var errNoUnnamed = errors.New("files without a name are not supported here")
 
 // httpScheme reports whether u is an absolute http or https URL with a host.
 func httpScheme(u *url.URL) bool {

@@ -249,26 +249,33 @@ func TestFetch_A9_F3_NeverOverwrite(t *testing.T) {
 }
 
 func TestFetch_F3_FinalNameTakenDuringDownload(t *testing.T) {
-	e := newEnv(t, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", "6")
-		io.WriteString(w, "abc")
-		w.(http.Flusher).Flush()
-		// Another program creates the final name while we download.
-		for {
-			if _, err := os.Stat(filepath.Join(e.dl, "a.txt.part")); err == nil {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
-		e.write("a.txt", "theirs")
-		io.WriteString(w, "def")
-	}))
-	defer ts.Close()
-	res := e.do(ts.URL+"/a.txt", nil)
-	require.True(t, res.Done, "%v", res.Err)
-	assert.Equal(t, "a (1).txt", res.File)
-	assert.Equal(t, map[string]string{"a.txt": "theirs", "a (1).txt": "abcdef"}, e.files())
+	for _, held := range []bool{false, true} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			e := newEnv(t, nil)
+			half := make(chan struct{})
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if held {
+					w.Header().Set("Content-Length", "6")
+				} // else no length is announced: the body has a part from its first byte
+				io.WriteString(w, "abc")
+				w.(http.Flusher).Flush()
+				<-half
+				// Another program creates the final name while we download.
+				e.write("a.txt", "theirs")
+				io.WriteString(w, "def")
+			}))
+			defer ts.Close()
+			once := sync.OnceFunc(func() { close(half) })
+			res := e.f.Do(context.Background(), Request{URL: mustURL(t, ts.URL+"/a.txt"), Size: -1}, func(n int64) {
+				if n >= 3 {
+					once()
+				}
+			})
+			require.True(t, res.Done, "%v", res.Err)
+			assert.Equal(t, "a (1).txt", res.File)
+			assert.Equal(t, map[string]string{"a.txt": "theirs", "a (1).txt": "abcdef"}, e.files())
+		})
+	}
 }
 
 func TestFetch_A10_SymlinkPlantedAtNameOrPart(t *testing.T) {
@@ -277,26 +284,34 @@ func TestFetch_A10_SymlinkPlantedAtNameOrPart(t *testing.T) {
 		plant string // link name in dl
 		to    string // "outside" target or "dangling"
 		want  string // final name
+		held  string // final name of a small body, which never has a part name
 	}{
-		{"at name to outside file", "a.txt", "outside", "a (1).txt"},
-		{"at name dangling", "a.txt", "dangling", "a (1).txt"},
-		{"at part to outside file", "a.txt.part", "outside", "a (1).txt"},
-		{"at part dangling", "a.txt.part", "dangling", "a (1).txt"},
+		{"at name to outside file", "a.txt", "outside", "a (1).txt", "a (1).txt"},
+		{"at name dangling", "a.txt", "dangling", "a (1).txt", "a (1).txt"},
+		{"at part to outside file", "a.txt.part", "outside", "a (1).txt", "a.txt"},
+		{"at part dangling", "a.txt.part", "dangling", "a (1).txt", "a.txt"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, nil)
-			target := filepath.Join(e.outside, "target.txt")
-			if tc.to == "dangling" {
-				target = filepath.Join(e.outside, "new.txt")
+		for _, content := range []string{partSized("payload"), "payload"} {
+			want := tc.want
+			if content == "payload" {
+				want = tc.held
 			}
-			require.NoError(t, os.Symlink(target, filepath.Join(e.dl, tc.plant)))
-			ts, _ := serveFile(t, "payload", "", nil)
-			res := e.do(ts.URL+"/a.txt", nil)
-			require.True(t, res.Done, "%v", res.Err)
-			assert.Equal(t, tc.want, res.File)
-			assert.Equal(t, map[string]string{tc.plant: "->" + target, tc.want: "payload"}, e.files())
-		})
+			t.Run(fmt.Sprintf("%s/%d bytes", tc.name, len(content)), func(t *testing.T) {
+				e := newEnv(t, nil)
+				target := filepath.Join(e.outside, "target.txt")
+				if tc.to == "dangling" {
+					target = filepath.Join(e.outside, "new.txt")
+				}
+				require.NoError(t, os.Symlink(target, filepath.Join(e.dl, tc.plant)))
+				ts, _ := serveFile(t, content, "", nil)
+				res := e.do(ts.URL+"/a.txt", nil)
+				require.True(t, res.Done, "%v", res.Err)
+				assert.Equal(t, want, res.File)
+				assert.Equal(t, map[string]string{tc.plant: "->" + target, want: content}, e.files())
+				e.assertOutsideUntouched()
+			})
+		}
 	}
 }
 
@@ -969,16 +984,17 @@ func BenchmarkSHA256_256KiBPieces(b *testing.B) {
 // rollback journal would be played into the database at its next open. A kept file in another
 // folder keeps no name here.
 func TestFetch_F1_KeptNamesNeverTaken(t *testing.T) {
-	cases := []struct{ cd, want string }{
-		{"heed.db-journal", "heed (1).db-journal"},
-		{"HEED.DB-JOURNAL", "HEED (1).DB-JOURNAL"},
-		{"heed.db", "heed (1).db"},
-		{"heed.db-wal", "heed (1).db-wal"},
-		{"notes", "notes (1)"}, // its part name, notes.part, is kept
-		{"other.db-journal", "other.db-journal"},
+	cases := []struct{ cd, want, content string }{
+		{"heed.db-journal", "heed (1).db-journal", "payload"},
+		{"HEED.DB-JOURNAL", "HEED (1).DB-JOURNAL", "payload"},
+		{"heed.db", "heed (1).db", "payload"},
+		{"heed.db-wal", "heed (1).db-wal", "payload"},
+		{"notes", "notes (1)", partSized("payload")}, // its part name, notes.part, is kept
+		{"notes", "notes", "payload"},                // a small body never has a part name
+		{"other.db-journal", "other.db-journal", "payload"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.cd, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%d bytes", tc.cd, len(tc.content)), func(t *testing.T) {
 			e := newEnv(t, func(c *Config) {
 				dl := c.Dir
 				outside := filepath.Join(filepath.Dir(dl), "outside")
@@ -986,11 +1002,11 @@ func TestFetch_F1_KeptNamesNeverTaken(t *testing.T) {
 					filepath.Join(dl, "heed.db-wal"), filepath.Join(dl, "notes.part"),
 					filepath.Join(outside, "other.db-journal")}
 			})
-			ts, _ := serveFile(t, "payload", "", map[string]string{"Content-Disposition": `attachment; filename="` + tc.cd + `"`})
+			ts, _ := serveFile(t, tc.content, "", map[string]string{"Content-Disposition": `attachment; filename="` + tc.cd + `"`})
 			res := e.do(ts.URL+"/files/x", nil)
 			require.Equal(t, OK, res.Class, "%v", res.Err)
 			assert.Equal(t, tc.want, res.File)
-			assert.Equal(t, map[string]string{tc.want: "payload"}, e.files())
+			assert.Equal(t, map[string]string{tc.want: tc.content}, e.files())
 		})
 	}
 }

@@ -230,19 +230,25 @@ func (f *Fetcher) SyncParts(rs []*Result) {
 	for i, r := range rs {
 		p := r.Pending
 		err := errs[i]
+		base := strings.TrimSuffix(p.part, partSuffix)
+		if p.held != "" {
+			base = p.held
+		}
 		if err != nil {
-			err = fmt.Errorf("sync %s: %w", p.part, err)
+			err = fmt.Errorf("sync %s: %w", p.file.Name(), err)
 		}
-		if cerr := p.file.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("close %s: %w", p.part, cerr)
+		if p.held == "" || err != nil { // a held body stays open: its file has no name to open again
+			if cerr := p.file.Close(); err == nil && cerr != nil {
+				err = fmt.Errorf("close %s: %w", p.part, cerr)
+			}
+			p.file = nil
 		}
-		p.file = nil
 		final := ""
 		if err == nil {
-			final, err = f.pick(strings.TrimSuffix(p.part, partSuffix), picked)
+			final, err = f.pick(base, picked)
 		}
 		if final == "" {
-			r.Pending = nil
+			f.Release(r)
 			r.Class, r.Retryable, r.Err = Disk, false, fmt.Errorf("finish download: %w", err)
 			continue
 		}
@@ -263,7 +269,19 @@ func (f *Fetcher) NameParts(rs []*Result) {
 			continue
 		}
 		r.Pending = nil
-		final, err := f.name(p.part, r.File)
+		var (
+			final string
+			err   error
+		)
+		if p.held != "" {
+			final, err = f.nameHeld(p.file, r.File)
+			if cerr := p.file.Close(); err == nil && cerr != nil {
+				final, err = "", fmt.Errorf("close %s: %w", p.held, cerr)
+			}
+			p.file = nil
+		} else {
+			final, err = f.name(p.part, r.File)
+		}
 		if final == "" {
 			r.Class, r.Retryable, r.Err = Disk, false, fmt.Errorf("finish download: %w", err)
 			r.File = ""
@@ -285,7 +303,9 @@ func (f *Fetcher) NameParts(rs []*Result) {
 // candidate holding those bytes. It returns "" and no error when
 // the download is not found under any of these names, and an error
 // wrapping fs.ErrNotExist when neither the part nor file is in the download
-// folder: the download may be in another folder.
+// folder: the download may be in another folder. A download held in a file
+// with no name (part "") is looked for under file and the candidates after
+// it only: "" then means its bytes went with the crash.
 func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (string, error) {
 	named, err := f.nameLeftover(part, file, size, sum)
 	if named != "" {
@@ -295,6 +315,11 @@ func (f *Fetcher) NameLeftover(part, file string, size int64, sum string) (strin
 }
 
 func (f *Fetcher) nameLeftover(part, file string, size int64, sum string) (string, error) {
+	if part == "" && sanitize(file) == file {
+		// Held in a file with no name (see hold): it had its name before the
+		// crash, file or a candidate after it, or it went with the process.
+		return f.findNamed(file, size, sum)
+	}
 	if !isPartName(part) || sanitize(file) != file {
 		return "", fmt.Errorf("name %q as %q: %w", part, file, errConfined)
 	}
@@ -517,6 +542,41 @@ func syncAll(dir *os.File, files []*os.File) []error {
 		errs[i] = file.Sync()
 	}
 	return errs
+}
+
+// nameHeld gives the synced body held in file, which has no name, its
+// final name (F3, F4): first, or a candidate after it. The name is taken by
+// a link, which fails where anything is (a symlink included), and then the
+// next candidate is tried. Where the system refuses the link, the body is
+// copied into a part, synced and named as any part, and bodies are not
+// held from then on.
+func (f *Fetcher) nameHeld(file *os.File, first string) (string, error) {
+	final, err := linkFirstFree(int(file.Fd()), f.dir, func(yield func(string) bool) {
+		f.candidates(first, "", yield)
+	}, nil)
+	if errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("no free name for %q", first)
+	}
+	if !errors.Is(err, errNoUnnamed) {
+		return final, err
+	}
+	f.noHeld.Store(true)
+	out, part, err := f.createPart(first, 0)
+	if err != nil {
+		return "", fmt.Errorf("create part file: %w", err)
+	}
+	_, err = io.Copy(out, io.NewSectionReader(file, 0, 1<<62))
+	if err == nil {
+		err = out.Sync()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.root.Remove(part)
+		return "", fmt.Errorf("copy into %s: %w", part, err)
+	}
+	return f.name(part, first)
 }
 
 // name gives the synced, closed part its final name (F3, F4), first, or a

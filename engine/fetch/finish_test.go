@@ -16,27 +16,38 @@ import (
 )
 
 // With Defer, Do returns once the whole body is in the part, and the file
-// gets its final name only in FinishParts (F4).
+// gets its final name only in FinishParts (F4). A small body waits in a file
+// with no name instead: nothing is in the folder until FinishParts.
 func TestFetch_F4_DeferLeavesThePartForFinishParts(t *testing.T) {
-	e := newEnv(t, nil)
-	content := body(5000)
-	ts, _ := serveFile(t, content, `"v1"`, nil)
-	res := e.do(ts.URL+"/file.bin", func(r *Request) { r.Defer = true })
-	require.Equal(t, OK, res.Class, "%v", res.Err)
-	require.NotNil(t, res.Pending)
-	assert.False(t, res.Done, "not final yet")
-	assert.Equal(t, int64(len(content)), res.Bytes)
-	assert.Equal(t, sha(content), res.SHA256)
-	assert.Equal(t, map[string]string{"file.bin.part": content}, e.files(),
-		"the whole body is in the part, and no final name exists yet (F4)")
+	for _, tc := range []struct {
+		name    string
+		content string
+		waiting map[string]string // the folder before FinishParts
+	}{
+		{"part", partSized(body(5000)), map[string]string{"file.bin.part": partSized(body(5000))}},
+		{"held", body(5000), map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			ts, _ := serveFile(t, tc.content, `"v1"`, nil)
+			res := e.do(ts.URL+"/file.bin", func(r *Request) { r.Defer = true })
+			require.Equal(t, OK, res.Class, "%v", res.Err)
+			require.NotNil(t, res.Pending)
+			assert.Equal(t, tc.name == "held", res.Held())
+			assert.False(t, res.Done, "not final yet")
+			assert.Equal(t, int64(len(tc.content)), res.Bytes)
+			assert.Equal(t, sha(tc.content), res.SHA256)
+			assert.Equal(t, tc.waiting, e.files(), "the whole body is written, and no final name exists yet (F4)")
 
-	e.f.FinishParts([]*Result{&res})
-	require.Equal(t, OK, res.Class, "%v", res.Err)
-	assert.True(t, res.Done)
-	assert.Nil(t, res.Pending)
-	assert.Equal(t, "file.bin", res.File)
-	assert.Empty(t, res.Part)
-	assert.Equal(t, map[string]string{"file.bin": content}, e.files())
+			e.f.FinishParts([]*Result{&res})
+			require.Equal(t, OK, res.Class, "%v", res.Err)
+			assert.True(t, res.Done)
+			assert.Nil(t, res.Pending)
+			assert.Equal(t, "file.bin", res.File)
+			assert.Empty(t, res.Part)
+			assert.Equal(t, map[string]string{"file.bin": tc.content}, e.files())
+		})
+	}
 }
 
 // An incomplete body leaves nothing pending.
@@ -103,36 +114,51 @@ func TestFetch_F4_ConcurrentFinishesAllLand(t *testing.T) {
 
 // A part that cannot be made durable never gets its final name (F4): its
 // download fails with a disk error and the part stays, while the other
-// parts of the same batch land.
+// parts of the same batch land. A small body held in a file with no name
+// is dropped instead: nothing of it is ever in the folder.
 func TestFetch_F4_UnsyncedPartKeepsItsPartName(t *testing.T) {
-	e := newEnv(t, nil)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("body of " + r.URL.Path))
-	}))
-	t.Cleanup(ts.Close)
-	for _, n := range []int{1, 2} { // alone (fsync) and in a batch (syncfs, then close)
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			results := make([]Result, n)
-			rs := make([]*Result, n)
-			for i := range results {
-				results[i] = e.do(fmt.Sprintf("%s/n%d-%d", ts.URL, n, i), func(r *Request) { r.Defer = true })
-				require.NotNil(t, results[i].Pending, "%v", results[i].Err)
-				rs[i] = &results[i]
+	for _, held := range []bool{false, true} {
+		e := newEnv(t, nil)
+		content := func(path string) string {
+			if held {
+				return "body of " + path
 			}
-			require.NoError(t, results[0].Pending.file.Close()) // its sync and close will fail
-			e.f.FinishParts(rs)
+			return partSized("body of " + path)
+		}
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(content(r.URL.Path)))
+		}))
+		t.Cleanup(ts.Close)
+		for _, n := range []int{1, 2} { // alone (fsync) and in a batch (syncfs, then close)
+			t.Run(fmt.Sprintf("held=%v/%d", held, n), func(t *testing.T) {
+				results := make([]Result, n)
+				rs := make([]*Result, n)
+				for i := range results {
+					results[i] = e.do(fmt.Sprintf("%s/n%d-%d", ts.URL, n, i), func(r *Request) { r.Defer = true })
+					require.NotNil(t, results[i].Pending, "%v", results[i].Err)
+					require.Equal(t, held, results[i].Held())
+					rs[i] = &results[i]
+				}
+				require.NoError(t, results[0].Pending.file.Close()) // its sync and close will fail
+				e.f.FinishParts(rs)
 
-			assert.Equal(t, Disk, results[0].Class)
-			assert.False(t, results[0].Done)
-			got := e.files()
-			bad := fmt.Sprintf("n%d-0", n)
-			assert.NotContains(t, got, bad, "no final name without a sync")
-			assert.Equal(t, "body of /"+bad, got[bad+".part"], "the part is kept")
-			for _, r := range results[1:] {
-				require.True(t, r.Done, "%v", r.Err)
-				assert.Contains(t, got, r.File)
-			}
-		})
+				assert.Equal(t, Disk, results[0].Class)
+				assert.False(t, results[0].Done)
+				assert.Nil(t, results[0].Pending)
+				got := e.files()
+				bad := fmt.Sprintf("n%d-0", n)
+				assert.NotContains(t, got, bad, "no final name without a sync")
+				if held {
+					assert.NotContains(t, got, bad+".part", "a held body never had a name")
+				} else {
+					assert.Equal(t, content("/"+bad), got[bad+".part"], "the part is kept")
+				}
+				for _, r := range results[1:] {
+					require.True(t, r.Done, "%v", r.Err)
+					assert.Contains(t, got, r.File)
+				}
+			})
+		}
 	}
 }
 
@@ -158,6 +184,7 @@ func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T)
 	e.write("a.txt", "older")
 	e.writePart("a (1).txt.part", "") // another download, still arriving
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush() // no length announced: each body has a part from the start
 		w.Write([]byte("body " + r.URL.RawQuery))
 	}))
 	t.Cleanup(ts.Close)
@@ -193,6 +220,44 @@ func TestFetch_F3_F4_SyncPartsPicksDistinctNamesNamePartsTakesThem(t *testing.T)
 	assert.Equal(t, "b (1).txt", third.File, "the next free name; what came in between is kept")
 	assert.Equal(t, map[string]string{"a.txt": "older", "a (1).txt": "body 1", "a (2).txt": "body 2",
 		"b.txt": "came in between", "b (1).txt": "body 3"}, e.files())
+}
+
+// Small bodies held in files with no name are picked distinct free names
+// together, and each takes its name with one link, moving on to the next
+// free name when one was taken in between — a symlink included, never
+// followed (F3, F4, A10).
+func TestFetch_F3_F4_HeldBodiesTakeFreeNames(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("a.txt", "older")
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("body " + r.URL.RawQuery))
+	}))
+	t.Cleanup(ts.Close)
+	rs := make([]*Result, 3)
+	for i, u := range []string{"/a.txt?1", "/a.txt?2", "/b.txt?3"} {
+		res := e.do(ts.URL+u, func(r *Request) { r.Defer = true })
+		require.True(t, res.Held(), "%v", res.Err)
+		rs[i] = &res
+	}
+	assert.Equal(t, map[string]string{"a.txt": "older"}, e.files(), "held bodies have no names")
+
+	e.f.SyncParts(rs)
+	assert.Equal(t, "a (1).txt", rs[0].File)
+	assert.Equal(t, "a (2).txt", rs[1].File, "not the name picked for the first")
+	assert.Equal(t, "b.txt", rs[2].File)
+	assert.Equal(t, map[string]string{"a.txt": "older"}, e.files(), "no final name is taken yet")
+
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "target.txt"), filepath.Join(e.dl, "b.txt")))
+	e.f.NameParts(rs)
+	for _, r := range rs {
+		require.True(t, r.Done, "%v", r.Err)
+		assert.Nil(t, r.Pending)
+		assert.Empty(t, r.Part)
+	}
+	assert.Equal(t, "b (1).txt", rs[2].File, "the next free name; the link planted in between is left alone")
+	assert.Equal(t, map[string]string{"a.txt": "older", "a (1).txt": "body 1", "a (2).txt": "body 2",
+		"b.txt": "->" + filepath.Join(e.outside, "target.txt"), "b (1).txt": "body 3"}, e.files())
+	e.assertOutsideUntouched()
 }
 
 // NameLeftover names a complete part a crash left unnamed — only if it holds

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,6 +131,11 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// partSized is s made longer than holdMax, so that its download has a part
+// from its first byte: bodies up to holdMax are held in a file with no name
+// (see hold).
+func partSized(s string) string { return s + strings.Repeat("-", holdMax) }
 
 // body makes n bytes of recognisable content.
 func body(n int) string {

@@ -1,13 +1,19 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,7 +47,7 @@ func mark(t *testing.T, path, value string) {
 // and not a part once it has its final name.
 func TestFetch_S2_PartsMarkedForTheirJob(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
-	ts, _ := serveFile(t, "the body", `"v1"`, nil)
+	ts, _ := serveFile(t, partSized("the body"), `"v1"`, nil)
 	res := e.do(ts.URL+"/ours.bin", func(r *Request) { r.Job, r.Defer = 7, true })
 	require.NotNil(t, res.Pending, res.Err)
 	unmarked := e.do(ts.URL+"/nojob.bin", func(r *Request) { r.Defer = true })
@@ -97,6 +103,95 @@ func TestFetch_S2_PartsMarkedForTheirJob(t *testing.T) {
 	owned, err = e.f.OwnedParts()
 	require.NoError(t, err)
 	assert.Empty(t, owned, "a finished file named like a part is nobody's part")
+}
+
+// S2, F5: a small body is held in a file with no name, which nothing can
+// take for a part; when its attempt ends before the body is whole, what came
+// takes a part name, marked for its job, to be resumed like any part.
+func TestFetch_S2_F5_HeldBodyCutShortBecomesAMarkedPart(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
+	whole := body(1000)
+	base, _ := rawServer(t, func(conn net.Conn, req *http.Request, _ int) {
+		if req.URL.Path == "/cut.bin" {
+			fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nETag: \"v1\"\r\n\r\n%s", len(whole), whole[:400])
+			return // the connection closes: the body is cut at 400 bytes
+		}
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(whole), whole)
+	})
+	held := e.do(base+"/held.bin", func(r *Request) { r.Job, r.Defer = 6, true })
+	require.True(t, held.Held(), "a small body waits in a file with no name: %v", held.Err)
+	assert.Empty(t, held.Part)
+	assert.Empty(t, e.files(), "nothing in the folder has a name yet")
+	owned, err := e.f.OwnedParts()
+	require.NoError(t, err)
+	assert.Empty(t, owned)
+
+	cut := e.do(base+"/cut.bin", func(r *Request) { r.Job, r.Defer = 7, true })
+	require.Equal(t, Truncated, cut.Class, "%v", cut.Err)
+	assert.Nil(t, cut.Pending)
+	assert.Equal(t, "cut.bin.part", cut.Part, "what came is kept for the resume (F5)")
+	assert.Equal(t, int64(400), cut.Bytes)
+	assert.Equal(t, map[string]string{"cut.bin.part": whole[:400]}, e.files())
+	if xattrsIn(t, e.dl) {
+		owned, err = e.f.OwnedParts()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{"cut.bin.part": 7}, owned, "marked before it had its name")
+	}
+
+	e.f.FinishParts([]*Result{&held})
+	require.True(t, held.Done, "%v", held.Err)
+	assert.Equal(t, "held.bin", held.File)
+	assert.Equal(t, map[string]string{"cut.bin.part": whole[:400], "held.bin": whole}, e.files())
+}
+
+// S2, F5: a small body still arriving after holdFor takes its part name,
+// marked for its job, and is reported started with it, so that a crash from
+// then on leaves it to resume; it is finished as any part.
+func TestFetch_S2_F5_SlowHeldBodyTakesItsPartName(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Owner = "db1" })
+	whole := body(1000)
+	rest := make(chan struct{})
+	base, _ := rawServer(t, func(conn net.Conn, _ *http.Request, _ int) {
+		fmt.Fprintf(conn, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(whole), whole[:400])
+		<-rest
+		io.WriteString(conn, whole[400:])
+	})
+	var (
+		mu      sync.Mutex
+		started []string
+	)
+	done := make(chan Result, 1)
+	go func() {
+		done <- e.f.Do(context.Background(), Request{URL: mustURL(t, base+"/slow.bin"), Size: -1, Job: 9, Defer: true,
+			Started: func(r Result) {
+				mu.Lock()
+				started = append(started, r.Part)
+				mu.Unlock()
+			}}, nil)
+	}()
+	require.Eventually(t, func() bool {
+		_, ok := e.files()["slow.bin.part"]
+		return ok
+	}, 10*time.Second, time.Millisecond, "the part has its name while the body arrives")
+	if xattrsIn(t, e.dl) {
+		owned, err := e.f.OwnedParts()
+		require.NoError(t, err)
+		assert.Equal(t, map[string]int64{"slow.bin.part": 9}, owned)
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(started) == 2
+	}, 10*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"", "slow.bin.part"}, started, "reported with no part, then with its part")
+	close(rest)
+	res := <-done
+	require.Equal(t, OK, res.Class, "%v", res.Err)
+	assert.False(t, res.Held(), "a part now")
+	assert.Equal(t, "slow.bin.part", res.Part)
+	e.f.FinishParts([]*Result{&res})
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, map[string]string{"slow.bin": whole}, e.files())
 }
 
 // S2: a part that a crash left complete but unnamed gets its name at the

@@ -71,11 +71,10 @@ const markAttr = "user.heed.job"
 // createMarkedPart creates part name in dir already marked with mark, so
 // that no instant exists when the part has its name but not its mark: an
 // unnamed file (O_TMPFILE), marked, then linked under each of names in
-// turn until one is free. A name where anything is (a symlink included)
-// is skipped, as with O_EXCL (F3, A10). It returns the file and the name it
-// took; fs.ErrExist when every name is taken; errNoMark when the system
-// cannot do this (no O_TMPFILE, no /proc), and the caller creates the part
-// as createPartFile does and marks it after.
+// turn until one is free (see linkFirstFree). It returns the file and the
+// name it took; fs.ErrExist when every name is taken; errNoMark when the
+// system cannot do this (no O_TMPFILE, no /proc), and the caller creates
+// the part as createPartFile does and marks it after.
 func createMarkedPart(dir *os.File, mark string, names func(yield func(string) bool)) (*os.File, string, error) {
 	fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o666)
 	if err != nil {
@@ -85,14 +84,46 @@ func createMarkedPart(dir *os.File, mark string, names func(yield func(string) b
 		unix.Close(fd)
 		return nil, "", errNoMark
 	}
+	taken, err := linkFirstFree(fd, dir, names, isPartName)
+	if err != nil {
+		unix.Close(fd)
+		if errors.Is(err, errNoUnnamed) {
+			err = errNoMark
+		}
+		return nil, "", err
+	}
+	return os.NewFile(uintptr(fd), taken), taken, nil
+}
+
+// openUnnamed opens a new, empty file in dir that has no name (O_TMPFILE):
+// it goes with its last descriptor unless linkFirstFree gives it one.
+// called is how errors speak of it. errNoUnnamed means the system cannot.
+func openUnnamed(dir *os.File, called string) (*os.File, error) {
+	fd, err := unix.Openat(int(dir.Fd()), ".", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o666)
+	switch {
+	case err == nil:
+		return os.NewFile(uintptr(fd), called), nil
+	case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
+		return nil, errNoUnnamed
+	}
+	return nil, &fs.PathError{Op: "open", Path: called, Err: err}
+}
+
+// linkFirstFree gives the unnamed open file fd, in dir, the first of names
+// that is free: a name where anything is (a symlink included, never
+// followed) is skipped, as with O_EXCL (F3, A10). valid, if set, must
+// accept each name (a name it refuses stops the search with errConfined).
+// It returns the name taken; fs.ErrExist when every name is taken;
+// errNoUnnamed when links are refused here.
+func linkFirstFree(fd int, dir *os.File, names func(yield func(string) bool), valid func(string) bool) (string, error) {
 	self := "/proc/self/fd/" + strconv.Itoa(fd)
 	var (
 		taken  string
 		result = fs.ErrExist
 	)
 	names(func(name string) bool {
-		if !isPartName(name) {
-			result = fmt.Errorf("part name %q: %w", name, errConfined)
+		if valid != nil && !valid(name) {
+			result = fmt.Errorf("file name %q: %w", name, errConfined)
 			return false
 		}
 		err := linkFD(fd, self, dir, name)
@@ -103,17 +134,13 @@ func createMarkedPart(dir *os.File, mark string, names func(yield func(string) b
 		case errors.Is(err, unix.EEXIST):
 			return true
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EPERM), errors.Is(err, unix.EXDEV):
-			result = errNoMark // no /proc, or links refused
+			result = errNoUnnamed // no /proc, or links refused
 			return false
 		}
 		result = &fs.PathError{Op: "link", Path: name, Err: err}
 		return false
 	})
-	if result != nil {
-		unix.Close(fd)
-		return nil, "", result
-	}
-	return os.NewFile(uintptr(fd), taken), taken, nil
+	return taken, result
 }
 
 // noEmptyPathLink is set once linkat(2) refused AT_EMPTY_PATH here and the

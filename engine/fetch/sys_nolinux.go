@@ -30,6 +30,15 @@ func createMarkedPart(*os.File, string, func(func(string) bool)) (*os.File, stri
 	return nil, "", errNoMark
 }
 
+// openUnnamed opens a file with no name on Linux; elsewhere every part has
+// its name from the start.
+func openUnnamed(*os.File, string) (*os.File, error) { return nil, errNoUnnamed }
+
+// linkFirstFree names an unnamed file on Linux; there is none elsewhere.
+func linkFirstFree(int, *os.File, func(func(string) bool), func(string) bool) (string, error) {
+	return "", errNoUnnamed
+}
+
 // markPart marks a part as a job's on Linux; elsewhere parts are unmarked.
 func markPart(*os.File, string) {}
 
