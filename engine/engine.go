@@ -75,6 +75,9 @@ type Engine struct {
 	log   *slog.Logger
 
 	running atomic.Int64  // attempts in progress
+	// stopping is set once Run has decided to stop: an attempt's goroutine
+	// then takes no next dispatch (see work).
+	stopping atomic.Bool
 	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
 	done    chan struct{} // an attempt ended (buffered 1)
 	urgent  atomic.Bool   // a host event happened: write host states now
@@ -444,6 +447,7 @@ func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, tru
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
+	e.stopping.Store(false)
 	fin := make(chan finishing, maxFinishing)
 	go e.completer(fin)
 	defer close(fin) // after stop: no attempt is left to send
@@ -583,15 +587,68 @@ func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishi
 	now := time.Now()
 	for i, d := range batch {
 		if err != nil || jobs[i].ID == 0 {
-			e.core.Observe(d, Outcome{Class: ClassCanceled}, now)
-			if err != nil {
-				e.core.Add(d.JobID, d.Host, now) // still queued, as the database says
-			}
-			e.finished()
+			e.handBack(d, err != nil, now)
 			continue
 		}
-		go e.attempt(ctx, d, jobs[i], fin)
+		go e.work(ctx, d, jobs[i], fin)
 	}
+}
+
+// handBack gives the core back a dispatch whose job did not start: paused
+// or cancelled since it was queued, or — queued still — when its start could
+// not be recorded.
+func (e *Engine) handBack(d Dispatch, queued bool, now time.Time) {
+	e.core.Observe(d, Outcome{Class: ClassCanceled}, now)
+	if queued {
+		e.core.Add(d.JobID, d.Host, now) // still queued, as the database says
+	}
+	e.finished()
+}
+
+// work runs the attempt of d and then, on the same goroutine, those of
+// the dispatches due as it ends, one at a time, while the engine may start
+// more (see next). A small download's slot is thus taken again the moment
+// its attempt frees it, without waking the run loop or starting a
+// goroutine: at 20,000 small downloads, those two hand-overs took a third
+// of each slot's time on two cores.
+func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, fin chan<- finishing) {
+	for {
+		e.attempt(ctx, d, job, fin)
+		var ok bool
+		if d, job, ok = e.next(ctx); !ok {
+			return
+		}
+	}
+}
+
+// next takes a dispatch due now from the core and marks its job active, as
+// the run loop does (J3), unless Run is stopping, the engine is broken or
+// saturated, or nothing is due. The attempt is counted running before the
+// core is asked, and stop sets stopping before it reads running, so that
+// no attempt starts once stop has seen none running.
+func (e *Engine) next(ctx context.Context) (Dispatch, JobRecord, bool) {
+	for ctx.Err() == nil && e.broken.Load() == nil && !e.saturated() {
+		e.running.Add(1)
+		if e.stopping.Load() {
+			e.finished()
+			return Dispatch{}, JobRecord{}, false
+		}
+		d, ok, _ := e.core.Next(time.Now())
+		if !ok {
+			e.finished()
+			return Dispatch{}, JobRecord{}, false
+		}
+		jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), []int64{d.JobID})
+		if err != nil {
+			e.breaks(fmt.Errorf("the database cannot record that downloads start: %w", err))
+		}
+		if err != nil || jobs[0].ID == 0 {
+			e.handBack(d, err != nil, time.Now())
+			continue
+		}
+		return d, jobs[0], true
+	}
+	return Dispatch{}, JobRecord{}, false
 }
 
 // finishing is an attempt whose whole body is in its part: the part is
@@ -795,6 +852,7 @@ func (e *Engine) breaks(err error) {
 // stop waits for the attempts in flight (cancelled with ctx, if it ended),
 // then writes every host's state and all batched records.
 func (e *Engine) stop(err error) error {
+	e.stopping.Store(true) // before running is read: see next
 	for e.running.Load() > 0 {
 		<-e.done
 	}
