@@ -74,13 +74,13 @@ type Engine struct {
 	bw    *rate.Limiter
 	log   *slog.Logger
 
-	running atomic.Int64 // attempts in progress
+	running atomic.Int64  // attempts in progress
+	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
+	done    chan struct{} // an attempt ended (buffered 1)
+	urgent  atomic.Bool   // a host event happened: write host states now
 	// stopping is set once Run has decided to stop: an attempt's goroutine
 	// then takes no next dispatch (see work).
 	stopping atomic.Bool
-	held     atomic.Int64  // of those, attempts whose redirect waits for a paused host
-	done     chan struct{} // an attempt ended (buffered 1)
-	urgent   atomic.Bool   // a host event happened: write host states now
 	// fdLimit is the process's limit of open files (0 unknown), which
 	// bounds the attempts finishing beside those in flight (finishingFor);
 	// finishing, when set (tests), is that bound instead.
