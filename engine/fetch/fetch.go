@@ -337,7 +337,7 @@ func New(cfg Config) (*Fetcher, error) {
 	}
 	if f.freeSpace == nil {
 		dir := cfg.Dir
-		f.freeSpace = func() (int64, error) { return freeSpace(dir) }
+		f.freeSpace = recent(func() (int64, error) { return freeSpace(dir) }, freeSpaceFresh)
 	}
 	tr := cfg.Transport
 	if tr == nil {
@@ -407,6 +407,32 @@ func (f *Fetcher) Close() error {
 	}
 	f.dir.Close()
 	return f.root.Close()
+}
+
+// freeSpaceFresh is how long one reading of the folder's free space serves
+// the checks of the downloads that start (F8): many small downloads a
+// second then cost the file system one statfs(2) each tenth of a second,
+// not one each, and the space a download takes after its check is not
+// counted by the next one's either way.
+const freeSpaceFresh = 100 * time.Millisecond
+
+// recent is read, called again only once its last answer is fresh old.
+func recent(read func() (int64, error), fresh time.Duration) func() (int64, error) {
+	var (
+		mu   sync.Mutex
+		at   time.Time
+		free int64
+		err  error
+	)
+	return func() (int64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if now := time.Now(); at.IsZero() || now.Sub(at) >= fresh {
+			free, err = read()
+			at = now
+		}
+		return free, err
+	}
 }
 
 // errNoRename says the system cannot rename without replacing; the

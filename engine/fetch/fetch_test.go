@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -1074,4 +1076,37 @@ func TestFetch_F5_ShortRangeAsksForTheRest(t *testing.T) {
 	assert.Equal(t, sha(content), res.SHA256, "the hash covers every range")
 	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
 	assert.EqualValues(t, 18, requests.Load(), "one request per missing range")
+}
+
+// F8: the folder's free space is read once per freeSpaceFresh, not once per
+// download; an error is kept as long as a reading.
+func TestFetch_F8_FreeSpaceReadOncePerTenthOfASecond(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reads := 0
+		answers := []struct {
+			free int64
+			err  error
+		}{{1000, nil}, {0, errors.New("statfs failed")}, {500, nil}}
+		free := recent(func() (int64, error) {
+			a := answers[reads]
+			reads++
+			return a.free, a.err
+		}, freeSpaceFresh)
+		for range 3 {
+			n, err := free()
+			require.NoError(t, err)
+			assert.Equal(t, int64(1000), n)
+		}
+		assert.Equal(t, 1, reads, "one reading serves the downloads of a tenth of a second")
+		time.Sleep(freeSpaceFresh)
+		_, err := free()
+		assert.Error(t, err)
+		_, err = free()
+		assert.Error(t, err, "an error is kept as long")
+		time.Sleep(freeSpaceFresh)
+		n, err := free()
+		require.NoError(t, err)
+		assert.Equal(t, int64(500), n)
+		assert.Equal(t, 3, reads)
+	})
 }
