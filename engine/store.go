@@ -12,8 +12,8 @@ import (
 // never speaks SQL and can be tested with any Store.
 //
 // Job transitions (StartJobs, FinishJobs, MarkQueued, MarkFailed) must be
-// committed when they return: the engine acts on a transition only after it
-// is on disk (J3). RecordAttempt, SaveHost and AppendEvent may be batched
+// on disk when they return: the engine acts on a transition only after it
+// is (J3). RecordAttempt, SaveHost and AppendEvent may be batched
 // (S5); Flush waits for them.
 type Store interface {
 	// Enqueue adds URLs that have no job yet and reports, in input order,
@@ -28,10 +28,12 @@ type Store interface {
 	ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error
 	// Job returns one job.
 	Job(ctx context.Context, id int64) (JobRecord, error)
-	// StartJobs moves queued jobs to active in one commit, counting the
-	// attempt each starts, and returns them as they now stand, aligned with
-	// ids; a job no longer queued (paused or cancelled meanwhile) has a zero
-	// ID. MarkQueued with Throttled gives the attempt back (R3).
+	// StartJobs moves queued jobs to active, on disk when it returns,
+	// counting the attempt each starts, and returns them as they now stand,
+	// aligned with ids; a job no longer queued (paused or cancelled
+	// meanwhile, or started already) has a zero ID. Every later transition
+	// finds the job active. MarkQueued with Throttled gives the attempt back
+	// (R3).
 	StartJobs(ctx context.Context, ids []int64) ([]JobRecord, error)
 	// FinishJobs records each attempt (S3) and marks each job done with its
 	// final name, in one commit. The result is aligned with done: a job no

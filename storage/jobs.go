@@ -227,6 +227,9 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 		if err != nil {
 			return err
 		}
+		if db.starts.isPending(id) {
+			return fmt.Errorf("job %d is active: %w", id, ErrStateConflict)
+		}
 		j, err = scanJob(st.QueryRow(nanos(db.now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -239,31 +242,48 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 	return j, nil
 }
 
-// StartJobs is StartJob for several jobs in one commit. The result is aligned with ids; a job
-// that is not queued any more (paused or cancelled meanwhile, or unknown) has a zero ID in its
-// slot. The error is the write's, for all of them.
+// StartJobs is StartJob for several jobs, without a commit: each start is appended to the start
+// log, and on disk when StartJobs returns (see startLog). The result is aligned with ids; a job
+// that is not queued (paused or cancelled meanwhile, started already, or unknown) has a zero ID
+// in its slot. The jobs are returned as they stand once active. Their rows read as queued until
+// the next commit, which a background write brings within backgroundLinger.
 func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
 	jobs := make([]Job, len(ids))
-	err := db.write(ctx, "mark active", func(w *wtx) error {
-		st, err := w.stmt(qStartJob)
-		if err != nil {
-			return err
+	startable := make([]int64, len(ids))
+	for i, id := range ids {
+		if db.starts.isPending(id) {
+			continue
 		}
-		now := nanos(db.now())
-		for i, id := range ids {
-			j, err := scanJob(st.QueryRow(now, id))
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				j = Job{}
-			case err != nil:
-				return err
-			}
-			jobs[i] = j // overwrites a rolled-back run's result
+		j, err := scanJob(db.rJob.QueryRowContext(ctx, id))
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("storage: start jobs: %w", err)
+		case j.State != StateQueued:
+			continue
 		}
-		return nil
-	})
+		jobs[i], startable[i] = j, id
+	}
+	now := db.now()
+	logged, err := db.starts.append(startable, nanos(now))
 	if err != nil {
 		return nil, err
+	}
+	for i := range jobs {
+		if !logged[i] {
+			jobs[i] = Job{}
+			continue
+		}
+		jobs[i].State, jobs[i].Attempts, jobs[i].UpdatedAt = StateActive, jobs[i].Attempts+1, fromNanos(nanos(now))
+	}
+	if db.starts.applyQueued.CompareAndSwap(false, true) {
+		db.ops <- op{name: "apply starts", run: func(*wtx) error { return nil }}
 	}
 	return jobs, nil
 }
@@ -753,6 +773,9 @@ func (db *DB) dueJobs(ctx context.Context, q string, args ...any) ([]DueJob, err
 		if err := rows.Scan(&d.ID, &d.Host, &nb); err != nil {
 			return nil, err
 		}
+		if db.starts.isPending(d.ID) {
+			continue // started: its row is yet to say so
+		}
 		d.NotBefore = fromNanos(nb)
 		out = append(out, d)
 	}
@@ -773,6 +796,9 @@ func (db *DB) ForEachQueued(ctx context.Context, fn func(id int64, host string, 
 	for rows.Next() {
 		if err := rows.Scan(&id, &host, &nb); err != nil {
 			return err
+		}
+		if db.starts.isPending(id) {
+			continue // started: its row is yet to say so
 		}
 		if err := fn(id, host, fromNanos(nb)); err != nil {
 			return err

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -377,7 +378,7 @@ func TestReads_U1_Counts(t *testing.T) {
 	}, byHost)
 }
 
-func TestStartJobs_J3_OneCommitSkipsJobsNoLongerQueued(t *testing.T) {
+func TestStartJobs_J3_S2_LoggedBeforeItReturnsAppliedWithTheNextCommit(t *testing.T) {
 	db, path := openTest(t)
 	queued := jobIn(t, db, "https://a.example/1", StateQueued)
 	paused := jobIn(t, db, "https://a.example/2", StatePaused)
@@ -394,16 +395,67 @@ func TestStartJobs_J3_OneCommitSkipsJobsNoLongerQueued(t *testing.T) {
 	assert.Zero(t, jobs[1].ID, "a paused job is not started")
 	assert.Zero(t, jobs[2].ID, "an unknown job is not started")
 	assert.Equal(t, second, jobs[3].ID)
-	assert.Equal(t, int64(1), db.commits.Load()-before, "one commit for the batch")
+	again, err := db.StartJobs(bg, []int64{queued})
+	require.NoError(t, err)
+	assert.Zero(t, again[0].ID, "a started job is not started twice")
 
-	// Committed when it returns (J3): another connection sees it.
+	// On disk when it returns (J3): Heed killed now finds both started, and queues them again
+	// as interrupted, each attempt counted (S2). (If the next commit came first, it finds them
+	// active: the same.)
+	crashed := filepath.Join(t.TempDir(), "heed.db")
+	for _, suffix := range []string{"", "-wal", "-starts"} {
+		data, err := os.ReadFile(path + suffix)
+		require.NoError(t, err, suffix)
+		require.NoError(t, os.WriteFile(crashed+suffix, data, 0o644))
+	}
+	after, err := Open(crashed)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), after.Recovered())
+	for _, id := range []int64{queued, second} {
+		j, err := after.Job(bg, id)
+		require.NoError(t, err)
+		assert.Equal(t, StateQueued, j.State)
+		assert.Equal(t, 1, j.Attempts, "its attempt counted")
+	}
+	its, err := after.Interrupted(bg)
+	require.NoError(t, err)
+	assert.Len(t, its, 2)
+	require.NoError(t, after.Close())
+
+	// Applied with the next commit, which comes of itself: another connection sees them active.
+	require.NoError(t, db.Flush(bg))
 	raw := rawOpenRO(t, path)
-	var active int
-	require.NoError(t, raw.QueryRow(`SELECT count(*) FROM jobs WHERE state = 'active'`).Scan(&active))
+	var active, attempts int
+	require.NoError(t, raw.QueryRow(`SELECT count(*), sum(attempts) FROM jobs WHERE state = 'active'`).Scan(&active, &attempts))
 	assert.Equal(t, 2, active)
+	assert.Equal(t, 2, attempts)
+	assert.LessOrEqual(t, db.commits.Load()-before, int64(1), "no commit of its own")
 	j, err := db.Job(bg, paused)
 	require.NoError(t, err)
 	assert.Equal(t, StatePaused, j.State)
+	st, err := os.Stat(path + "-starts")
+	require.NoError(t, err)
+	assert.Zero(t, st.Size(), "emptied once applied")
+}
+
+// A job the person pauses after its start was logged, before it was applied, stays paused:
+// the start is dropped, and the job's end finds it no longer active.
+func TestStartJobs_J3_PausedBeforeTheStartIsApplied(t *testing.T) {
+	db, _ := openTest(t)
+	id := jobIn(t, db, "https://a.example/1", StateQueued)
+	jobs, err := db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	require.Equal(t, id, jobs[0].ID)
+	moved, err := db.SetJobState(bg, []int64{id}, StatePaused)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{id}, moved, "paused as an active job is")
+	j, err := db.Job(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatePaused, j.State)
+	assert.Equal(t, 1, j.Attempts)
+	err = db.MarkQueued(bg, id, Retry{Err: "interrupted"})
+	assert.ErrorIs(t, err, ErrStateConflict)
+	require.NoError(t, db.Close())
 }
 
 func TestFinishJobs_J3_S3_RecordsAttemptsAndMarksDoneInOneCommit(t *testing.T) {

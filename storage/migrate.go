@@ -107,15 +107,19 @@ func migrateTo(ctx context.Context, db *sql.DB, ms []migration, target int) erro
 	return nil
 }
 
-// recoverActive queues again every job a crash left active, keeping its partial file, bytes and
-// validators for resume (S2), and lists them as interrupted (see Interrupted), in one transaction.
+// recoverActive queues again every job a crash left active — those whose starts it left in the
+// start log too — keeping its partial file, bytes and validators for resume (S2), and lists
+// them as interrupted (see Interrupted), in one transaction.
 // It returns how many it queued. Nothing else moves.
-func recoverActive(ctx context.Context, db *sql.DB, now time.Time) (int64, error) {
+func recoverActive(ctx context.Context, db *sql.DB, now time.Time, starts []startRec) (int64, error) {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
+	if err := replayStarts(ctx, tx, starts); err != nil {
+		return 0, err
+	}
 	if _, err := tx.ExecContext(ctx, qInterrupt); err != nil {
 		return 0, err
 	}

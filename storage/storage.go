@@ -11,10 +11,12 @@
 // checkpointer). Every write goes through one writer goroutine that commits whatever arrived
 // while the previous commit ran as one transaction (group commit, S5):
 //
-//   - Enqueue, Requeue, the job transitions (MarkActive and StartJobs, MarkQueued, MarkDone and
-//     FinishJobs, MarkFailed, SetJobState, SaveProgress) and SetSetting return only after their
-//     transaction committed: a nil error is the acknowledgement (J3 "persisted before acted on",
-//     S2).
+//   - Enqueue, Requeue, the job transitions (MarkActive, MarkQueued, MarkDone and FinishJobs,
+//     MarkFailed, SetJobState, SaveProgress) and SetSetting return only after their transaction
+//     committed: a nil error is the acknowledgement (J3 "persisted before acted on", S2).
+//   - StartJobs returns once its starts are appended to the start log beside the database
+//     (path + "-starts"), as durable as a commit; the jobs' rows move to active with the next
+//     commit, which comes within 20 ms (see startLog).
 //   - RecordAttempt, QueueProgress, AppendHostEvent and SaveHost return at once; they ride the
 //     next commit (a batch of them alone waits up to 20 ms for company). Flush waits until
 //     everything queued before it is committed, and Close flushes.
@@ -22,7 +24,7 @@
 // # Durability
 //
 // The database runs in WAL mode with synchronous=NORMAL: a commit is written to the -wal file
-// before the call returns, but not fsynced. That survives kill -9 of the process (the bytes are in
+// before the call returns, but not fsynced (and a start to the start log). That survives kill -9 of the process (the bytes are in
 // the operating system's page cache) — the crash test in this package holds that — but the last
 // commits before a power loss or kernel crash may be lost; the database itself stays consistent.
 // WithSyncFull trades throughput for surviving power loss as well.
@@ -145,6 +147,8 @@ type DB struct {
 	recovered int64
 
 	ops      chan op
+	starts   *startLog     // job starts not yet applied to the jobs table (see startLog)
+	rJob     *sql.Stmt     // reads a job by id, on the read-only pool
 	kick     chan struct{} // wakes the checkpointer after a commit
 	ckptStop chan struct{}
 	ckptDone chan struct{}
@@ -278,9 +282,21 @@ func open(path string, o options) (_ *DB, err error) {
 	if err := migrate(ctx, db.w, migrations); err != nil {
 		return nil, classify(err)
 	}
-	if db.recovered, err = recoverActive(ctx, db.w, o.now()); err != nil {
+	applied, err := readStartsApplied(ctx, db.w)
+	if err != nil {
 		return nil, classify(err)
 	}
+	starts, todo, err := openStartLog(path, applied, o.syncFull)
+	if err != nil {
+		return nil, err
+	}
+	if db.recovered, err = recoverActive(ctx, db.w, o.now(), todo); err != nil {
+		return nil, classify(err)
+	}
+	if err := starts.reset(); err != nil {
+		return nil, err
+	}
+	db.starts = starts
 	if db.recovered > 0 {
 		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", db.recovered)
 	}
@@ -292,6 +308,9 @@ func open(path string, o options) (_ *DB, err error) {
 	db.r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	db.r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	if err := db.r.PingContext(ctx); err != nil {
+		return nil, classify(err)
+	}
+	if db.rJob, err = db.r.PrepareContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`); err != nil {
 		return nil, classify(err)
 	}
 
@@ -403,7 +422,7 @@ func (db *DB) Files() []string {
 	}
 	var out []string
 	for _, p := range paths {
-		for _, suffix := range []string{"", "-journal", "-wal", "-shm", ".lock"} {
+		for _, suffix := range []string{"", "-journal", "-wal", "-shm", ".lock", "-starts", "-starts.tmp"} {
 			out = append(out, p+suffix)
 		}
 	}
@@ -418,6 +437,11 @@ func (db *DB) Recovered() int64 { return db.recovered }
 // It returns the errors of background writes not yet reported by Flush. Calling Close again
 // returns ErrClosed.
 func (db *DB) Close() error {
+	if db.starts.hasPending() {
+		// Every start logged is applied before the last commit; an error here is the
+		// writer's, reported below.
+		db.write(context.Background(), "apply starts", func(*wtx) error { return nil })
+	}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -436,6 +460,9 @@ func (db *DB) Close() error {
 
 func (db *DB) closeHandles() error {
 	var errs []error
+	if db.rJob != nil {
+		errs = append(errs, db.rJob.Close())
+	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
@@ -448,6 +475,9 @@ func (db *DB) closeHandles() error {
 	if db.w != nil {
 		// Closing the last connection checkpoints the WAL; SQLite removes -wal and -shm itself.
 		errs = append(errs, db.w.Close())
+	}
+	if db.starts != nil {
+		errs = append(errs, db.starts.close())
 	}
 	if db.lock != nil {
 		errs = append(errs, db.lock.Close())

@@ -142,6 +142,12 @@ func (db *DB) runTx(ops []op) (err error) {
 		}
 	}()
 	w := &wtx{db: db}
+	// Starts logged since the last commit move their jobs to active first, so that every write
+	// finds a started job active, as it was when it started (see startLog).
+	applied, err := applyStarts(w)
+	if err != nil {
+		return fmt.Errorf("apply starts: %w", err)
+	}
 	for _, o := range ops {
 		if err := o.run(w); err != nil {
 			return fmt.Errorf("%s: %w", o.name, err)
@@ -150,6 +156,7 @@ func (db *DB) runTx(ops []op) (err error) {
 	if _, err := db.wc.ExecContext(ctx, "COMMIT"); err != nil {
 		return err
 	}
+	db.starts.applied(applied)
 	db.commits.Add(1)
 	select {
 	case db.kick <- struct{}{}:

@@ -1,0 +1,287 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// A job's start must be on disk before its request is sent (J3). Committed as the job's row
+// moving to active, that was a transaction per dispatch round: at 20,000 small downloads, some
+// 12,000 commits, each a few pages of the jobs table and its state index written to the -wal
+// file, with every start waiting for the database while the others' commits ran. A start is
+// now one record appended to the start log, a file beside the database (path + "-starts"): as
+// durable as a commit (in the system's file cache at once; synced too under WithSyncFull). The
+// job's row moves to active, its attempt counted, first thing in the next transaction (see
+// applyStarts), which a background write brings within backgroundLinger; until then it reads
+// as queued, and the queries that hand out queued jobs leave it out. The database records the
+// last record it applied (setting "starts_applied"), so that opening it after a crash applies
+// exactly the records after that one, before it queues the active jobs again (S2).
+type startLog struct {
+	path string
+	sync bool // fsync each append (WithSyncFull)
+
+	mu      sync.Mutex
+	f       *os.File
+	size    int64
+	seq     int64                  // the last record's number
+	pending map[int64]pendingStart // job → its start, not yet applied to the jobs table
+
+	applyQueued atomic.Bool // a write that applies the pending starts is queued
+}
+
+type pendingStart struct{ seq, at int64 }
+
+// startRecord is one record of the start log: its number, the job and the start time (unix
+// nanoseconds), little-endian.
+const startRecord = 24
+
+// startsAppliedKey is the setting that holds the number of the last start record applied.
+const startsAppliedKey = "starts_applied"
+
+// startLogCompact is the size past which the log is rewritten with its pending records only.
+const startLogCompact = 1 << 20
+
+// openStartLog opens the start log of the database at path and returns it with the records
+// that the database has not applied (number above applied), in order.
+func openStartLog(path string, applied int64, syncEach bool) (*startLog, []startRec, error) {
+	l := &startLog{path: path + "-starts", sync: syncEach, pending: map[int64]pendingStart{}}
+	data, err := os.ReadFile(l.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("storage: start log: %w", err)
+	}
+	l.seq = applied
+	var todo []startRec
+	for off := 0; off+startRecord <= len(data); off += startRecord { // a torn last record is left out
+		r := startRec{
+			seq: int64(binary.LittleEndian.Uint64(data[off:])),
+			job: int64(binary.LittleEndian.Uint64(data[off+8:])),
+			at:  int64(binary.LittleEndian.Uint64(data[off+16:])),
+		}
+		l.seq = max(l.seq, r.seq)
+		if r.seq > applied {
+			todo = append(todo, r)
+		}
+	}
+	return l, todo, nil
+}
+
+type startRec struct{ seq, job, at int64 }
+
+// reset empties the log once its records are applied, and opens it for appending.
+func (l *startLog) reset() error {
+	f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("storage: start log: %w", err)
+	}
+	l.f, l.size = f, 0
+	return nil
+}
+
+// append logs a start at for each job of ids, and returns which were logged: not one already
+// pending. It returns once the records are written (and synced, under WithSyncFull).
+func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	logged := make([]bool, len(ids))
+	buf := make([]byte, 0, startRecord*len(ids))
+	seq := l.seq
+	for i, id := range ids {
+		if _, dup := l.pending[id]; dup || id == 0 {
+			continue
+		}
+		seq++
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(seq))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(id))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(at))
+		logged[i] = true
+	}
+	if len(buf) == 0 {
+		return logged, nil
+	}
+	if l.f == nil {
+		return nil, errors.New("storage: start log is closed")
+	}
+	if _, err := l.f.WriteAt(buf, l.size); err != nil {
+		return nil, fmt.Errorf("storage: start log: %w", err)
+	}
+	if l.sync {
+		if err := l.f.Sync(); err != nil {
+			return nil, fmt.Errorf("storage: start log: %w", err)
+		}
+	}
+	l.size += int64(len(buf))
+	for i, id := range ids {
+		if logged[i] {
+			l.seq++
+			l.pending[id] = pendingStart{seq: l.seq, at: at}
+		}
+	}
+	return logged, nil
+}
+
+// hasPending reports whether any start is logged and not yet applied.
+func (l *startLog) hasPending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.pending) > 0
+}
+
+// isPending reports whether job's start is logged and not yet applied.
+func (l *startLog) isPending(job int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.pending[job]
+	return ok
+}
+
+// snapshot returns the pending starts, for applyStarts.
+func (l *startLog) snapshot() map[int64]pendingStart {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == 0 {
+		return nil
+	}
+	out := make(map[int64]pendingStart, len(l.pending))
+	for id, p := range l.pending {
+		out[id] = p
+	}
+	return out
+}
+
+// applied forgets the starts of done, committed to the jobs table, and empties the log when
+// nothing is pending (or rewrites it with what is, once it grew past startLogCompact).
+func (l *startLog) applied(done map[int64]pendingStart) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, p := range done {
+		if q, ok := l.pending[id]; ok && q.seq == p.seq {
+			delete(l.pending, id)
+		}
+	}
+	if l.f == nil {
+		return
+	}
+	switch {
+	case len(l.pending) == 0:
+		if l.f.Truncate(0) == nil {
+			l.size = 0
+		}
+	case l.size > startLogCompact:
+		l.compact()
+	}
+}
+
+// compact rewrites the log with the pending records only: a new file renamed over it. On
+// failure the log stays as it is, which is as correct, only longer.
+func (l *startLog) compact() {
+	tmp := l.path + ".tmp"
+	buf := make([]byte, 0, startRecord*len(l.pending))
+	for id, p := range l.pending {
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(p.seq))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(id))
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(p.at))
+	}
+	if err := os.WriteFile(tmp, buf, 0o644); err != nil {
+		os.Remove(tmp)
+		return
+	}
+	f, err := os.OpenFile(tmp, os.O_RDWR, 0)
+	if err != nil {
+		os.Remove(tmp)
+		return
+	}
+	if l.sync {
+		f.Sync()
+	}
+	if err := os.Rename(tmp, l.path); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return
+	}
+	l.f.Close()
+	l.f, l.size = f, int64(len(buf))
+}
+
+func (l *startLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	if len(l.pending) == 0 {
+		os.Remove(l.path) // nothing in it: no file left beside the database
+	}
+	return err
+}
+
+const qApplyStart = `UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
+	WHERE id = ? AND state = 'queued'`
+
+// applyStarts moves the jobs whose starts are logged and not yet applied to active, counting
+// the attempt each started, and records the last record applied, in the open transaction. A
+// job that is not queued any more (the person paused or cancelled it meanwhile) keeps its
+// state. It returns what it applied, for startLog.applied once the transaction committed.
+func applyStarts(w *wtx) (map[int64]pendingStart, error) {
+	starts := w.db.starts.snapshot()
+	if len(starts) == 0 {
+		return nil, nil
+	}
+	w.db.starts.applyQueued.Store(false)
+	last := int64(0)
+	for id, p := range starts {
+		if _, err := w.exec(qApplyStart, p.at, id); err != nil {
+			return nil, err
+		}
+		last = max(last, p.seq)
+	}
+	if _, err := w.exec(`INSERT INTO settings (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value
+		WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
+		startsAppliedKey, strconv.FormatInt(last, 10)); err != nil {
+		return nil, err
+	}
+	return starts, nil
+}
+
+// replayStarts applies, in the recovery transaction at Open, the starts a crash left logged
+// and not applied: their jobs become active, to be queued again with the others (S2).
+func replayStarts(ctx context.Context, tx *sql.Tx, todo []startRec) error {
+	last := int64(0)
+	for _, r := range todo {
+		if _, err := tx.ExecContext(ctx, qApplyStart, r.at, r.job); err != nil {
+			return err
+		}
+		last = max(last, r.seq)
+	}
+	if last == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES (?, ?)
+		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, startsAppliedKey, strconv.FormatInt(last, 10))
+	return err
+}
+
+// readStartsApplied returns the number of the last start record the database applied.
+func readStartsApplied(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int64, error) {
+	var v string
+	err := q.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, startsAppliedKey).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
