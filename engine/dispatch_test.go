@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,4 +84,134 @@ func TestEngine_L1_J3_SlotsTakenAgainWithinTheCapAfterTheStart(t *testing.T) {
 	counts, err := db.CountsByState(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, int64(len(urls)), counts[storage.StateDone])
+}
+
+// pauseRacer pauses (and then resumes) each job at the moment the engine
+// starts it, as a person clicking "pause" then "resume" on a job that is
+// being dispatched would.
+type pauseRacer struct {
+	engine.Store
+	eng     atomic.Pointer[engine.Engine]
+	mu      sync.Mutex
+	paused  map[int64]bool // pause changed the job
+	started map[int64]bool // StartJobs handed it out active
+	tried   map[int64]bool
+	wg      sync.WaitGroup
+}
+
+func (s *pauseRacer) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRecord, error) {
+	e := s.eng.Load()
+	for _, id := range ids {
+		s.mu.Lock()
+		first := !s.tried[id]
+		s.tried[id] = true
+		s.mu.Unlock()
+		if !first {
+			continue // once per job
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			changed, err := e.Pause(context.Background(), []int64{id})
+			if err != nil || len(changed) == 0 {
+				return
+			}
+			s.mu.Lock()
+			s.paused[id] = true
+			s.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+			e.Resume(context.Background(), []int64{id})
+		}()
+	}
+	jobs, err := s.Store.StartJobs(ctx, ids)
+	s.mu.Lock()
+	for _, j := range jobs {
+		if j.ID != 0 {
+			s.started[j.ID] = true
+		}
+	}
+	s.mu.Unlock()
+	return jobs, err
+}
+
+// J3: a job the person pauses at the moment the engine starts it either
+// does not start or has its attempt stopped — its start is in the database
+// either way — so that, resumed 20 ms later, it is never fetched twice at
+// once, and every job ends done with no part or copy left. 60 jobs, each
+// paused as it starts; answers take 150 ms.
+func TestEngine_J3_PausedWhileItStartsFetchedOnceAtATime(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		inflight  = map[string]int{}
+		overlaps  atomic.Int64
+		requested atomic.Int64
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requested.Add(1)
+		mu.Lock()
+		inflight[r.URL.Path]++
+		if inflight[r.URL.Path] > 1 {
+			overlaps.Add(1)
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			inflight[r.URL.Path]--
+			mu.Unlock()
+		}()
+		select {
+		case <-time.After(150 * time.Millisecond):
+		case <-r.Context().Done(): // a request the client gave up (a paused job) ends here
+			return
+		}
+		io.WriteString(w, "body of "+r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	var urls []string
+	for i := range 60 {
+		urls = append(urls, fmt.Sprintf("%s/f%02d.txt", srv.URL, i))
+	}
+	base := t.TempDir()
+	racer := &pauseRacer{paused: map[int64]bool{}, started: map[int64]bool{}, tried: map[int64]bool{}}
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
+		func(s engine.Store) engine.Store { racer.Store = s; return racer }, urls,
+		func(o *engine.Options) { o.Workers = 16 })
+	racer.eng.Store(eng)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- eng.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		counts, err := db.CountsByState(context.Background())
+		require.NoError(t, err)
+		if counts[storage.StateDone] == int64(len(urls)) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-ran
+	racer.wg.Wait()
+
+	jobs, err := db.JobsPage(context.Background(), storage.JobFilter{Limit: 1000})
+	require.NoError(t, err)
+	notDone := 0
+	for _, j := range jobs {
+		if j.State != storage.StateDone {
+			notDone++
+			t.Logf("job %d %s: %s attempts %d err %q", j.ID, j.URL, j.State, j.Attempts, j.LastError)
+		}
+	}
+	t.Logf("%d requests for %d URLs, %d overlapping requests for one URL", requested.Load(), len(urls), overlaps.Load())
+	ents, err := os.ReadDir(filepath.Join(base, "dl"))
+	require.NoError(t, err)
+	var extra []string
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "f") || len(e.Name()) != len("f00.txt") {
+			extra = append(extra, e.Name())
+		}
+	}
+	assert.Zero(t, overlaps.Load(), "a job fetched twice at once")
+	assert.Empty(t, extra, "no part, no copy left beside the 60 files")
+	assert.Zero(t, notDone, "every job paused and resumed ends done")
 }

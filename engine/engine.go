@@ -103,9 +103,10 @@ const hostSaveEvery = 250 * time.Millisecond
 
 // activeJob is a download in progress.
 type activeJob struct {
-	info   Active
+	info   Active // zero until its attempt begins (see claim)
 	bytes  atomic.Int64
 	size   atomic.Int64
+	ctx    context.Context // the attempt's
 	cancel context.CancelCauseFunc
 }
 
@@ -575,10 +576,12 @@ func (e *Engine) saturated() bool {
 // cancelled since it was queued is handed back to the core.
 func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishing) {
 	ids := make([]int64, len(batch))
+	claims := make([]*activeJob, len(batch))
 	for i, d := range batch {
 		ids[i] = d.JobID
+		claims[i] = e.claim(ctx, d.JobID)
 	}
-	// The commit completes even when Heed is stopping, so no job is left
+	// The start is recorded even when Heed is stopping, so no job is left
 	// active in the database without an attempt that will settle it.
 	jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), ids)
 	if err != nil {
@@ -587,11 +590,35 @@ func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishi
 	now := time.Now()
 	for i, d := range batch {
 		if err != nil || jobs[i].ID == 0 {
+			e.unclaim(d.JobID, claims[i])
 			e.handBack(d, err != nil, now)
 			continue
 		}
-		go e.work(ctx, d, jobs[i], fin)
+		go e.work(ctx, d, jobs[i], claims[i], fin)
 	}
+}
+
+// claim registers the attempt job is about to get, before its start is
+// recorded, so that a pause or cancel that the database applies to the job
+// from then on finds it and stops it (hold): the person's click then either
+// comes before the start, which is refused, or stops the attempt.
+func (e *Engine) claim(ctx context.Context, job int64) *activeJob {
+	a := &activeJob{}
+	a.ctx, a.cancel = context.WithCancelCause(ctx)
+	e.mu.Lock()
+	e.active[job] = a
+	e.mu.Unlock()
+	return a
+}
+
+// unclaim ends what claim began.
+func (e *Engine) unclaim(job int64, a *activeJob) {
+	a.cancel(nil)
+	e.mu.Lock()
+	if e.active[job] == a {
+		delete(e.active, job)
+	}
+	e.mu.Unlock()
 }
 
 // handBack gives the core back a dispatch whose job did not start: paused
@@ -611,11 +638,11 @@ func (e *Engine) handBack(d Dispatch, queued bool, now time.Time) {
 // its attempt frees it, without waking the run loop or starting a
 // goroutine: at 20,000 small downloads, those two hand-overs took a third
 // of each slot's time on two cores.
-func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, fin chan<- finishing) {
+func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- finishing) {
 	for {
-		e.attempt(ctx, d, job, fin)
+		e.attempt(ctx, d, job, a, fin)
 		var ok bool
-		if d, job, ok = e.next(ctx); !ok {
+		if d, job, a, ok = e.next(ctx); !ok {
 			return
 		}
 	}
@@ -626,29 +653,31 @@ func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, fin chan<-
 // saturated, or nothing is due. The attempt is counted running before the
 // core is asked, and stop sets stopping before it reads running, so that
 // no attempt starts once stop has seen none running.
-func (e *Engine) next(ctx context.Context) (Dispatch, JobRecord, bool) {
+func (e *Engine) next(ctx context.Context) (Dispatch, JobRecord, *activeJob, bool) {
 	for ctx.Err() == nil && e.broken.Load() == nil && !e.saturated() {
 		e.running.Add(1)
 		if e.stopping.Load() {
 			e.finished()
-			return Dispatch{}, JobRecord{}, false
+			return Dispatch{}, JobRecord{}, nil, false
 		}
 		d, ok, _ := e.core.Next(time.Now())
 		if !ok {
 			e.finished()
-			return Dispatch{}, JobRecord{}, false
+			return Dispatch{}, JobRecord{}, nil, false
 		}
+		a := e.claim(ctx, d.JobID)
 		jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), []int64{d.JobID})
 		if err != nil {
 			e.breaks(fmt.Errorf("the database cannot record that downloads start: %w", err))
 		}
 		if err != nil || jobs[0].ID == 0 {
+			e.unclaim(d.JobID, a)
 			e.handBack(d, err != nil, time.Now())
 			continue
 		}
-		return d, jobs[0], true
+		return d, jobs[0], a, true
 	}
-	return Dispatch{}, JobRecord{}, false
+	return Dispatch{}, JobRecord{}, nil, false
 }
 
 // finishing is an attempt whose whole body is in its part: the part is
@@ -895,13 +924,14 @@ func (e *Engine) wakeLoop() {
 // attempt runs one attempt of a job (redirect hops included) on dispatch d
 // and moves the job to its next state.
 // A complete download goes to fin, where the completer ends the attempt.
-func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin chan<- finishing) {
+func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- finishing) {
 	handedOff := false
 	defer func() {
 		if !handedOff {
 			e.finished()
 		}
 	}()
+	defer e.unclaim(job.ID, a)
 	n := job.Attempts
 	userURL, err := url.Parse(job.URL)
 	if err != nil { // cannot happen for a URL that was accepted at input
@@ -909,20 +939,13 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, fin cha
 		e.finish(job, Decision{Fail: true, Reason: err.Error()}, fetch.Result{}, time.Now(), job.URL, "failed")
 		return
 	}
-	jctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	a := &activeJob{cancel: cancel, info: Active{JobID: job.ID, URL: job.URL, Host: job.Host, Attempt: n,
-		Started: time.Now(), StartBytes: job.Resume.Bytes, Size: job.Resume.Size}}
+	jctx := a.ctx // cancelled by hold when the person pauses or cancels the job
 	a.bytes.Store(job.Resume.Bytes)
 	a.size.Store(job.Resume.Size)
 	e.mu.Lock()
-	e.active[job.ID] = a
+	a.info = Active{JobID: job.ID, URL: job.URL, Host: job.Host, Attempt: n,
+		Started: time.Now(), StartBytes: job.Resume.Bytes, Size: job.Resume.Size}
 	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		delete(e.active, job.ID)
-		e.mu.Unlock()
-	}()
 
 	req := fetch.Request{URL: userURL, UserURL: userURL, Part: job.Resume.Part, ETag: job.Resume.ETag,
 		LastModified: job.Resume.LastModified, Size: job.Resume.Size, Job: job.ID}
@@ -1268,6 +1291,9 @@ func (e *Engine) Active() []Active {
 	out := make([]Active, 0, len(e.active))
 	for _, a := range e.active {
 		info := a.info
+		if info.JobID == 0 {
+			continue // claimed: its attempt is yet to begin
+		}
 		info.Bytes = a.bytes.Load()
 		info.Size = a.size.Load()
 		out = append(out, info)

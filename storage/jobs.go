@@ -253,6 +253,7 @@ func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 	if db.closed {
 		return nil, ErrClosed
 	}
+	db.startMu.RLock() // the state read and the log append, against a pause's transaction
 	jobs := make([]Job, len(ids))
 	startable := make([]int64, len(ids))
 	for i, id := range ids {
@@ -264,6 +265,7 @@ func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 		case errors.Is(err, sql.ErrNoRows):
 			continue
 		case err != nil:
+			db.startMu.RUnlock()
 			return nil, fmt.Errorf("storage: start jobs: %w", err)
 		case j.State != StateQueued:
 			continue
@@ -272,6 +274,7 @@ func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 	}
 	now := db.now()
 	logged, err := db.starts.append(startable, nanos(now))
+	db.startMu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -605,7 +608,7 @@ func (db *DB) SetJobState(ctx context.Context, ids []int64, to State) ([]int64, 
 	}
 	q := `UPDATE jobs SET state = ?, updated_at = ? WHERE id = ? AND state IN (` + from + `)`
 	var changed []int64
-	err := db.write(ctx, "set job state", func(w *wtx) error {
+	err := db.submit(ctx, op{ctx: ctx, name: "set job state", done: make(chan error, 1), unqueues: to != StateQueued, run: func(w *wtx) error {
 		changed = changed[:0]
 		now := nanos(db.now())
 		for _, id := range ids {
@@ -618,7 +621,7 @@ func (db *DB) SetJobState(ctx context.Context, ids []int64, to State) ([]int64, 
 			}
 		}
 		return nil
-	})
+	}})
 	return changed, err
 }
 

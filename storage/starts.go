@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,6 +53,9 @@ const startLogCompact = 1 << 20
 // openStartLog opens the start log of the database at path and returns it with the records
 // that the database has not applied (number above applied), in order.
 func openStartLog(path string, applied int64, syncEach bool) (*startLog, []startRec, error) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real // beside the file itself, as SQLite keeps its -wal, whatever name opened it
+	}
 	l := &startLog{path: path + "-starts", sync: syncEach, pending: map[int64]pendingStart{}}
 	data, err := os.ReadFile(l.path)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -232,11 +236,11 @@ const qApplyStart = `UPDATE jobs SET state = 'active', attempts = attempts + 1, 
 // job that is not queued any more (the person paused or cancelled it meanwhile) keeps its
 // state. It returns what it applied, for startLog.applied once the transaction committed.
 func applyStarts(w *wtx) (map[int64]pendingStart, error) {
+	w.db.starts.applyQueued.Store(false) // before the snapshot: a start after it queues a write
 	starts := w.db.starts.snapshot()
 	if len(starts) == 0 {
 		return nil, nil
 	}
-	w.db.starts.applyQueued.Store(false)
 	last := int64(0)
 	for id, p := range starts {
 		if _, err := w.exec(qApplyStart, p.at, id); err != nil {

@@ -1,8 +1,10 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,4 +73,67 @@ func TestStartLog_CompactedToWhatIsPending(t *testing.T) {
 	assert.Zero(t, st.Size(), "emptied once nothing is pending")
 	require.NoError(t, l.close())
 	assert.NoFileExists(t, path+"-starts", "no file left beside the database")
+}
+
+// S2: the start log is kept beside the database file itself, as SQLite keeps its -wal: a
+// database opened through a symlink and then through its own name after a crash finds the
+// starts the crash left.
+func TestStartLog_S2_BesideTheFileWhateverNameOpenedIt(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real", "heed.db")
+	require.NoError(t, os.MkdirAll(filepath.Dir(real), 0o755))
+	db, err := Open(real)
+	require.NoError(t, err)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+	require.NoError(t, db.Close())
+	link := filepath.Join(dir, "link.db")
+	require.NoError(t, os.Symlink(real, link))
+
+	db, err = Open(link)
+	require.NoError(t, err)
+	_, err = db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	crash := filepath.Join(t.TempDir(), "heed.db") // the files as kill -9 would leave them
+	for _, suffix := range []string{"", "-wal", "-starts"} {
+		data, err := os.ReadFile(real + suffix)
+		require.NoError(t, err, suffix)
+		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
+	}
+	require.NoError(t, db.Close())
+	after, err := Open(crash)
+	require.NoError(t, err)
+	defer after.Close()
+	assert.Equal(t, int64(1), after.Recovered(), "the started job is queued again as interrupted")
+}
+
+// J3: a start and a pause of the same job at the same moment: either the start is refused
+// (the job is paused), or the pause finds it started — active, its attempt counted — never a
+// job handed out as started whose start the database does not have.
+func TestStartJobs_J3_StartRacingAPause(t *testing.T) {
+	db, _ := openTest(t)
+	lost := 0
+	for i := range 500 {
+		id := enqueueURLs(t, db, "a.example", fmt.Sprintf("https://a.example/%d", i))[0]
+		var (
+			wg      sync.WaitGroup
+			started []Job
+			moved   []int64
+			serr    error
+			perr    error
+		)
+		wg.Go(func() { started, serr = db.StartJobs(bg, []int64{id}) })
+		wg.Go(func() { moved, perr = db.SetJobState(bg, []int64{id}, StatePaused) })
+		wg.Wait()
+		require.NoError(t, serr)
+		require.NoError(t, perr)
+		require.Len(t, moved, 1, "the pause moves it either way")
+		require.NoError(t, db.Flush(bg))
+		j, err := db.Job(bg, id)
+		require.NoError(t, err)
+		require.Equal(t, StatePaused, j.State)
+		if started[0].ID == id && j.Attempts != 1 {
+			lost++
+		}
+	}
+	assert.Zero(t, lost, "starts handed out that the database does not have")
 }

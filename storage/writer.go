@@ -16,6 +16,10 @@ type op struct {
 	name string
 	run  func(*wtx) error
 	done chan error // nil for fire-and-forget writes
+	// unqueues says run may move a queued job out of queued (pause, cancel): StartJobs waits
+	// from the transaction's snapshot of the pending starts to its commit, so that a start is
+	// either applied before the change or sees its result.
+	unqueues bool
 }
 
 // wtx is the writer's transaction, open on db.wc.
@@ -130,6 +134,13 @@ func (db *DB) runBatch(batch []op) {
 }
 
 func (db *DB) runTx(ops []op) (err error) {
+	for _, o := range ops {
+		if o.unqueues {
+			db.startMu.Lock()
+			defer db.startMu.Unlock()
+			break
+		}
+	}
 	ctx := context.Background()
 	if _, err := db.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return err
