@@ -274,10 +274,9 @@ func (f *Fetcher) NameParts(rs []*Result) {
 			err   error
 		)
 		if p.held != "" {
+			// Synced before, and linked now: an error closing it changes nothing on disk.
 			final, err = f.nameHeld(p.file, r.File)
-			if cerr := p.file.Close(); err == nil && cerr != nil {
-				final, err = "", fmt.Errorf("close %s: %w", p.held, cerr)
-			}
+			p.file.Close()
 			p.file = nil
 		} else {
 			final, err = f.name(p.part, r.File)
