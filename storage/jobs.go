@@ -770,13 +770,14 @@ func (db *DB) dueJobs(ctx context.Context, q string, args ...any) ([]DueJob, err
 	}
 	defer rows.Close()
 	var out []DueJob
+	started := db.starts.hasPending()
 	for rows.Next() {
 		var d DueJob
 		var nb int64
 		if err := rows.Scan(&d.ID, &d.Host, &nb); err != nil {
 			return nil, err
 		}
-		if db.starts.isPending(d.ID) {
+		if started && db.starts.isPending(d.ID) {
 			continue // started: its row is yet to say so
 		}
 		d.NotBefore = fromNanos(nb)
@@ -796,11 +797,12 @@ func (db *DB) ForEachQueued(ctx context.Context, fn func(id int64, host string, 
 	defer rows.Close()
 	var id, nb int64
 	var host string
+	started := db.starts.hasPending()
 	for rows.Next() {
 		if err := rows.Scan(&id, &host, &nb); err != nil {
 			return err
 		}
-		if db.starts.isPending(id) {
+		if started && db.starts.isPending(id) {
 			continue // started: its row is yet to say so
 		}
 		if err := fn(id, host, fromNanos(nb)); err != nil {
