@@ -155,35 +155,10 @@ func TestEngine_S2_KilledBeforeRenameNamedAtNextStart(t *testing.T) {
 
 	// The state such a kill leaves, made as the engine makes it: every job
 	// recorded done under its final name, every body still in its part.
-	first := &rig{t: t, dbPath: dbPath, dir: dir}
-	first.open(engine.Options{})
-	first.add(srv.URLs()...)
-	store := storage.EngineStore(first.db)
-	var ids []int64
-	for _, j := range first.jobs() {
-		ids = append(ids, j.ID)
-	}
-	started, err := store.StartJobs(context.Background(), ids)
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	var done []engine.Finished
-	for _, j := range started {
-		resp, err := http.Get(j.URL)
-		require.NoError(t, err)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		name := path.Base(j.URL)
+	first := killedAfterDone(t, srv, dbPath, dir, func(_ int, name string, body []byte) engine.Completed {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".part"), body, 0o644))
-		sum := sha256.Sum256(body)
-		done = append(done, engine.Finished{
-			Attempt: engine.AttemptRecord{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
-				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
-			Done: engine.Completed{File: name, Part: name + ".part", Bytes: int64(len(body)),
-				SHA256: hex.EncodeToString(sum[:]), Status: 200}})
-	}
-	_, err = store.FinishJobs(context.Background(), done)
-	require.NoError(t, err)
+		return engine.Completed{Part: name + ".part"}
+	})
 	jobs := first.jobs()
 	require.Len(t, jobs, 5)
 	for _, j := range jobs {
@@ -269,25 +244,7 @@ func TestEngine_S2_KilledBeforeHeldBodyNamedFetchedAgain(t *testing.T) {
 	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
 	in := func(name string) string { return filepath.Join(dir, name) }
 
-	first := &rig{t: t, dbPath: dbPath, dir: dir}
-	first.open(engine.Options{})
-	first.add(srv.URLs()...)
-	store := storage.EngineStore(first.db)
-	var ids []int64
-	for _, j := range first.jobs() {
-		ids = append(ids, j.ID)
-	}
-	started, err := store.StartJobs(context.Background(), ids)
-	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(dir, 0o755))
-	var done []engine.Finished
-	for i, j := range started {
-		resp, err := http.Get(j.URL)
-		require.NoError(t, err)
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.NoError(t, err)
-		name := path.Base(j.URL)
+	first := killedAfterDone(t, srv, dbPath, dir, func(i int, name string, body []byte) engine.Completed {
 		switch i {
 		case 0: // linked before the kill
 			require.NoError(t, os.WriteFile(in(name), body, 0o644))
@@ -295,15 +252,8 @@ func TestEngine_S2_KilledBeforeHeldBodyNamedFetchedAgain(t *testing.T) {
 			require.NoError(t, os.WriteFile(in(name), []byte("came in between"), 0o644))
 			require.NoError(t, os.WriteFile(in(strings.Replace(name, ".", " (1).", 1)), body, 0o644))
 		} // 2: the kill took it
-		sum := sha256.Sum256(body)
-		done = append(done, engine.Finished{
-			Attempt: engine.AttemptRecord{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
-				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
-			Done: engine.Completed{File: name, Held: true, Bytes: int64(len(body)),
-				SHA256: hex.EncodeToString(sum[:]), Status: 200}})
-	}
-	_, err = store.FinishJobs(context.Background(), done)
-	require.NoError(t, err)
+		return engine.Completed{Held: true}
+	})
 	jobs := first.jobs()
 	us, err := first.db.Unnamed(context.Background())
 	require.NoError(t, err)
@@ -343,6 +293,46 @@ func TestEngine_S2_KilledBeforeHeldBodyNamedFetchedAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "came in between", string(got), "what took the name is kept")
 	assert.Len(t, dirNames(t, dir), 4, "the three downloads and the file that came in between, nothing else")
+}
+
+// killedAfterDone makes the state a kill leaves right after the commit that
+// records srv's downloads done, as the engine makes it: every job started
+// and recorded done under its URL's name, its body where place put it (the
+// Completed place returns says how: a part, or held). It returns the rig,
+// still open.
+func killedAfterDone(t *testing.T, srv *demo.Server, dbPath, dir string,
+	place func(i int, name string, body []byte) engine.Completed) *rig {
+	t.Helper()
+	first := &rig{t: t, dbPath: dbPath, dir: dir}
+	first.open(engine.Options{})
+	first.add(srv.URLs()...)
+	store := storage.EngineStore(first.db)
+	var ids []int64
+	for _, j := range first.jobs() {
+		ids = append(ids, j.ID)
+	}
+	started, err := store.StartJobs(context.Background(), ids)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	var done []engine.Finished
+	for i, j := range started {
+		resp, err := http.Get(j.URL)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		name := path.Base(j.URL)
+		c := place(i, name, body)
+		sum := sha256.Sum256(body)
+		c.File, c.Bytes, c.SHA256, c.Status = name, int64(len(body)), hex.EncodeToString(sum[:]), 200
+		done = append(done, engine.Finished{
+			Attempt: engine.AttemptRecord{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
+				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
+			Done: c})
+	}
+	_, err = store.FinishJobs(context.Background(), done)
+	require.NoError(t, err)
+	return first
 }
 
 // fullDisk is a Store whose commits of job starts or of finished downloads
