@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,6 +154,28 @@ func TestPlainGet_DownloadsEveryFileByteExact(t *testing.T) {
 	assert.Equal(t, int64(21), srv.Requests())
 }
 
+func TestPlainGetSHA256_HashesEveryFileAsItIsWritten(t *testing.T) {
+	srv, err := demo.Start(demo.FastConfig(2, 5, 70_000))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	dir := t.TempDir()
+	var mu sync.Mutex
+	got := map[string]string{}
+	require.NoError(t, bench.PlainGetSHA256(context.Background(), srv.URLs(), dir, 3, func(name, sum string) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[name] = sum
+	}))
+	want := map[string]string{}
+	for _, u := range srv.URLs() {
+		name, err := bench.FileName(u)
+		require.NoError(t, err)
+		want[name], _ = srv.Expected(u)
+	}
+	assert.Equal(t, want, got)
+	require.NoError(t, bench.PlainGetSHA256(context.Background(), srv.URLs(), t.TempDir(), 3, nil), "nil drops the sums")
+}
+
 func TestSyncDir_FlushesTheFolder(t *testing.T) {
 	_, err := bench.SyncDir(t.TempDir())
 	assert.NoError(t, err)
@@ -180,6 +203,7 @@ func TestTools_SameFilesSameConcurrency(t *testing.T) {
 		{bench.Wget2(), []string{"--max-threads=16", "-i URLS", "-P OUT"}},
 		{bench.Aria2(), []string{"-j 16", "-i URLS", "-d OUT", "--split=1", "--auto-file-renaming=false"}},
 		{bench.Plain("self"), []string{"plain", "-j 16", "-i URLS", "-P OUT"}},
+		{bench.PlainSHA256("self"), []string{"plain", "-sha256", "-j 16", "-i URLS", "-P OUT"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool.Name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"heed/bench"
 	"heed/engine"
 	"heed/engine/demo"
 	"heed/storage"
@@ -25,6 +26,21 @@ import (
 // BENCHMARKS.md). The demo hosts run in the same process, so their cost is
 // in the profile too, under heed/engine/demo and net/http's server.
 func BenchmarkEngineCaseA(b *testing.B) { benchCase(b, 50, 400, 1<<10) }
+
+// BenchmarkPlainCaseA is case (a) with the plain Go client (PlainGet), in
+// the same process as its demo hosts, as BenchmarkEngineCaseA runs Heed: its
+// profile beside Heed's shows what Heed adds to each download.
+func BenchmarkPlainCaseA(b *testing.B) {
+	srv, err := demo.Start(demo.FastConfig(50, 400, 1<<10))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = srv.Close() })
+	for b.Loop() {
+		require.NoError(b, bench.PlainGet(context.Background(), srv.URLs(), benchDir(b), 16))
+	}
+	b.SetBytes(int64(50 * 400 << 10))
+	b.ReportMetric(float64(len(srv.URLs())*b.N)/b.Elapsed().Seconds(), "urls/s")
+	b.ReportMetric(float64(srv.Conns())/float64(b.N), "conns/op")
+}
 
 // BenchmarkEngineCaseB is case (b) in-process: 4 files of 256 MiB, one on
 // each of 4 demo hosts, politeness off, 16 workers.
@@ -59,6 +75,7 @@ func benchCase(b *testing.B, hosts, files, size int) {
 	}
 	b.SetBytes(int64(hosts * files * size))
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "urls/s")
+	b.ReportMetric(float64(srv.Conns())/float64(b.N), "conns/op")
 }
 
 // BenchmarkEngineManyHosts is case (c) in-process: 100,000 queued files of

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,6 +22,21 @@ import (
 // dir/<last path segment of its URL>. It stops at the first error (a status
 // other than 200 is one) and returns it.
 func PlainGet(ctx context.Context, urls []string, dir string, workers int) error {
+	return plainGet(ctx, urls, dir, workers, nil)
+}
+
+// PlainGetSHA256 is PlainGet that also takes the SHA-256 of each body as it
+// is written, as Heed must (F7), and calls sum with each file's name and hex
+// digest (from any worker; nil to drop them). Beside PlainGet it shows what
+// hashing alone costs a client.
+func PlainGetSHA256(ctx context.Context, urls []string, dir string, workers int, sum func(name, hexSum string)) error {
+	if sum == nil {
+		sum = func(string, string) {}
+	}
+	return plainGet(ctx, urls, dir, workers, sum)
+}
+
+func plainGet(ctx context.Context, urls []string, dir string, workers int, sum func(name, hexSum string)) error {
 	if workers < 1 {
 		return errors.New("bench: PlainGet needs at least one worker")
 	}
@@ -37,7 +53,7 @@ func PlainGet(ctx context.Context, urls []string, dir string, workers int) error
 			defer wg.Done()
 			buf := make([]byte, 256<<10)
 			for u := range next {
-				if err := plainOne(ctx, c, u, dir, buf); err != nil {
+				if err := plainOne(ctx, c, u, dir, buf, sum); err != nil {
 					cancel(err)
 				}
 			}
@@ -56,7 +72,7 @@ feed:
 	return context.Cause(ctx)
 }
 
-func plainOne(ctx context.Context, c *http.Client, rawURL, dir string, buf []byte) error {
+func plainOne(ctx context.Context, c *http.Client, rawURL, dir string, buf []byte, sum func(name, hexSum string)) error {
 	name, err := FileName(rawURL)
 	if err != nil {
 		return err
@@ -77,9 +93,18 @@ func plainOne(ctx context.Context, c *http.Client, rawURL, dir string, buf []byt
 	if err != nil {
 		return err
 	}
-	if _, err := io.CopyBuffer(f, resp.Body, buf); err != nil {
+	var body io.Reader = resp.Body
+	var h hash.Hash
+	if sum != nil {
+		h = sha256.New()
+		body = io.TeeReader(resp.Body, h)
+	}
+	if _, err := io.CopyBuffer(f, body, buf); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", rawURL, err)
+	}
+	if h != nil {
+		sum(name, hex.EncodeToString(h.Sum(nil)))
 	}
 	return f.Close()
 }

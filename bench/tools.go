@@ -106,3 +106,16 @@ func Plain(self string) Tool {
 		},
 	}
 }
+
+// PlainSHA256 runs PlainGetSHA256 as a child process (`self plain -sha256 …`):
+// the plain client that also hashes every file, as Heed must (F7). It is a
+// reference, not a peer: no other tool hashes what it downloads.
+func PlainSHA256(self string) Tool {
+	return Tool{
+		Name: "plain-go+sha256", Bin: self,
+		Display: "PlainGetSHA256: PlainGet that also takes each body's SHA-256 as it is written (bench/plain.go)",
+		Args: func(j Job) ([]string, error) {
+			return []string{"plain", "-sha256", "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)}, nil
+		},
+	}
+}

@@ -475,6 +475,15 @@ func (s *Server) Stats() []HostStats {
 	return out
 }
 
+// Conns returns the number of connections all hosts accepted so far.
+func (s *Server) Conns() int64 {
+	var n int64
+	for _, h := range s.hosts {
+		n += h.conns.Load()
+	}
+	return n
+}
+
 // Requests returns the number of requests received by all hosts together.
 func (s *Server) Requests() int64 {
 	var n int64
@@ -518,4 +527,5 @@ func parseFilePath(p, name string, files int) (int, bool) {
 // counters shared by host and its handlers.
 type counters struct {
 	requests, bytes, throttled, failed, cut atomic.Int64
+	conns                                   atomic.Int64 // connections accepted
 }

@@ -532,6 +532,7 @@ func TestFast_KeepsCountersNotLog(t *testing.T) {
 	}
 	assert.Empty(t, s.Log())
 	assert.EqualValues(t, 6, s.Requests())
+	assert.EqualValues(t, 2, s.Conns(), "one kept-alive connection a host")
 	for _, h := range s.Hosts() {
 		assert.Equal(t, Healthy, h.Behavior)
 	}

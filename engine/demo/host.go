@@ -43,6 +43,11 @@ func newHost(s *Server, spec HostSpec, index int, ln net.Listener) *host {
 		Handler:           h,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				h.conns.Add(1)
+			}
+		},
 	}
 	return h
 }
