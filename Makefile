@@ -49,7 +49,8 @@ test: deps
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '/e2e$$')
 	$(GO) test -tags $(TAGS) -count=1 ./e2e
 
-# bench runs the Go benchmarks, profiles case (a) in-process, then times
+# bench runs the Go benchmarks, profiles cases (a), (b) and (c) in-process
+# (and the plain Go client on case (a), to set beside Heed), then times
 # Heed against curl, wget2, aria2c and a plain Go client on loopback demo
 # hosts (bench/cmd/e2e) and writes BENCHMARKS.md from what it measured.
 # Scratch files (downloads, databases, profiles) go to $(BENCH_TMP), and the
@@ -70,7 +71,7 @@ bench: deps
 	$(GO) test -c -o $(BENCH_TMP)/bench.test ./bench/
 	@echo "waiting $(BENCH_SETTLE) s for the files deleted so far to age out (see bench.Settle)"
 	sync && sleep $(BENCH_SETTLE)
-	for c in A:EngineCaseA B:EngineCaseB C:EngineManyHosts; do \
+	for c in A:EngineCaseA P:PlainCaseA B:EngineCaseB C:EngineManyHosts; do \
 	  HEED_BENCH_KEEP=$(BENCH_TMP)/profiles $(BENCH_TMP)/bench.test -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
 	    -test.cpuprofile $(BENCH_TMP)/case$${c%%:*}.cpu || exit 1; \
 	  { echo '$$ go tool pprof -top -nodecount 20 -ignore demo.Start (the demo hosts starting up)'; \
@@ -79,8 +80,12 @@ bench: deps
 	    $(GO) tool pprof -top -cum -nodecount 45 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; \
 	  } > $(BENCH_TMP)/case$${c%%:*}.top || exit 1; \
 	done
+	for c in A P; do \
+	  $(GO) tool pprof -traces -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu > $(BENCH_TMP)/case$$c.traces 2>/dev/null || exit 1; \
+	done
 	$(GO) run ./bench/cmd/e2e -tmp $(BENCH_TMP)/e2e -settle 5s -waited $(BENCH_SETTLE)s -out BENCHMARKS.md -gobench $(BENCH_TMP)/gobench.txt \
-	  -profile $(BENCH_TMP)/caseA.top -profile-b $(BENCH_TMP)/caseB.top -profile-c $(BENCH_TMP)/caseC.top -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
+	  -profile $(BENCH_TMP)/caseA.top -profile-b $(BENCH_TMP)/caseB.top -profile-c $(BENCH_TMP)/caseC.top \
+	  -traces-a $(BENCH_TMP)/caseA.traces -traces-plain $(BENCH_TMP)/caseP.traces -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
 
 # screenshot runs `heed demo` on a virtual display and saves shots/heed-hosts.png,
 # shots/heed-edit.png and shots/heed-paste.png (about a minute); copy them to

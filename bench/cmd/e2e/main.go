@@ -34,6 +34,8 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "`file` with go tool pprof -top of case (a), for the report")
 	flag.StringVar(&o.profileB, "profile-b", "", "`file` with go tool pprof -top of case (b), for the report")
 	flag.StringVar(&o.profileC, "profile-c", "", "`file` with go tool pprof -top of case (c), for the report")
+	flag.StringVar(&o.tracesA, "traces-a", "", "`file` with go tool pprof -traces of case (a) in-process (BenchmarkEngineCaseA)")
+	flag.StringVar(&o.tracesPlain, "traces-plain", "", "`file` with go tool pprof -traces of the plain client on case (a) (BenchmarkPlainCaseA)")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
 	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
 	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go,plain-go+sha256", "tools to compare")
@@ -53,6 +55,7 @@ func main() {
 
 type options struct {
 	repo, out, tmp, gobench, profile, profileB, profileC, loadBefore, cases, tools string
+	tracesA, tracesPlain                                                           string
 	fastRuns, slowRuns                                                             int
 	scaleDown                                                                      float64
 	keep                                                                           bool
@@ -187,6 +190,12 @@ func run(ctx context.Context, o options) error {
 		}
 		*f.dst = string(b)
 	}
+	if o.tracesA != "" && o.tracesPlain != "" {
+		var err error
+		if rep.Parts, err = componentsOf(o.tracesA, o.tracesPlain); err != nil {
+			return err
+		}
+	}
 	rep.LoadEnd = loadavg()
 	rep.Finished = time.Now()
 	if err := os.WriteFile(o.out, []byte(rep.markdown()), 0o644); err != nil {
@@ -222,6 +231,29 @@ func loadavg() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// componentsOf reads Heed's and the plain client's profiles of case (a), as
+// pprof -traces printed them, and charges their samples to bench.Components.
+func componentsOf(heedTraces, plainTraces string) (*partsResult, error) {
+	var res partsResult
+	for _, f := range []struct {
+		path string
+		dst  *map[string]time.Duration
+		wall *time.Duration
+	}{{heedTraces, &res.Heed, &res.HeedWall}, {plainTraces, &res.Plain, &res.PlainWall}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, err
+		}
+		if *f.dst, err = bench.ComponentCPU(string(b)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		if *f.wall, err = bench.TracesDuration(string(b)); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+	}
+	return &res, nil
 }
 
 func logf(format string, a ...any) {

@@ -33,6 +33,14 @@ type report struct {
 	Profile  string // pprof -top of case (a)
 	ProfileB string // pprof -top of case (b)
 	ProfileC string // pprof -top of case (c)
+	Parts    *partsResult
+}
+
+// partsResult is the CPU of case (a) in-process by bench.Components, for Heed
+// and for the plain client.
+type partsResult struct {
+	Heed, Plain         map[string]time.Duration
+	HeedWall, PlainWall time.Duration // how long each profiled run took
 }
 
 type toolInfo struct{ Name, Version, Command string }
@@ -145,6 +153,9 @@ func (r *report) markdown() string {
 		p("storage.Open on the files of case (a), loopback demo hosts in the same process, so the demo server's\n")
 		p("own cost is in the profile too), `go tool pprof -top`:\n\n```\n%s\n```\n\n", strings.TrimSpace(r.Profile))
 	}
+	if r.Parts != nil {
+		r.partsSection(&b)
+	}
 	if r.ProfileB != "" {
 		p("## Where Heed's time goes in case (b)\n\n")
 		p("CPU profile of bench.BenchmarkEngineCaseB: 4 files of 256 MiB, one on each of 4 demo hosts, in-process\n")
@@ -198,6 +209,29 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 	p("waiting for the disk while the tool ran (/proc/stat): the demo hosts run in the benchmark's own process\n")
 	p("and the kernel does each tool's file and network work, so what is not idle is the tool, its share of\n")
 	p("the demo hosts and of the kernel, and whatever else the shared machine ran.\n\n")
+}
+
+func (r *report) partsSection(b *strings.Builder) {
+	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }
+	p("## Heed beside the plain client in case (a)\n\n")
+	p("CPU of case (a) in-process, Heed (bench.BenchmarkEngineCaseA, profiled above) and the plain client\n")
+	p("(bench.BenchmarkPlainCaseA: PlainGet on the same demo hosts, in one process with them), each sample\n")
+	p("charged to the first part in this order with a function on its stack (bench.Components): what SQLite\n")
+	p("costs a download that waits on it is the database's, what the HTTP client costs it is the client's.\n\n")
+	p("| Part | Heed | plain-go | Heed − plain-go |\n|---|---|---|---|\n")
+	var th, tp time.Duration
+	names := make([]string, 0, len(bench.Components)+1)
+	for _, c := range bench.Components {
+		names = append(names, c.Name)
+	}
+	for _, n := range append(names, bench.Other) {
+		h, pl := r.Parts.Heed[n], r.Parts.Plain[n]
+		th, tp = th+h, tp+pl
+		p("| %s | %s | %s | %+.2f s |\n", n, secs(h), secs(pl), (h - pl).Seconds())
+	}
+	p("| **all** | **%s** | **%s** | **%+.2f s** |\n", secs(th), secs(tp), (th - tp).Seconds())
+	p("| wall time of the profiled run | %s | %s | %+.2f s |\n\n", secs(r.Parts.HeedWall), secs(r.Parts.PlainWall),
+		(r.Parts.HeedWall - r.Parts.PlainWall).Seconds())
 }
 
 // percent shows a share as a percentage, or "—" when unknown (negative).
