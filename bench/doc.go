@@ -7,13 +7,15 @@
 //
 //   - ParseGoBench reads the output of `go test -bench` into GoBench rows;
 //   - PlainGet is the floor: N goroutines, one shared http.Client, each body
-//     written to a file;
+//     written to a file; PlainGetSHA256 also hashes each body, as Heed must;
 //   - Verify checks that every expected file arrived with the right size
 //     (and, where a SHA-256 is given, the right bytes);
 //   - RunChild runs one tool as a child process and returns its wall time,
 //     CPU time and peak resident memory from the kernel's rusage;
 //   - Median and Summarize turn repeated runs into the figures the report
-//     shows.
+//     shows;
+//   - ComponentCPU charges a CPU profile's samples to the parts of a
+//     download (Components), to set Heed's profile beside the plain client's.
 //
 // `make bench` runs it all; nothing in the report is typed by hand.
 package bench
