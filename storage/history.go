@@ -136,10 +136,15 @@ type historyLine struct {
 	BreakerState string  `json:"breaker_state"`
 }
 
+// startedAtLayout is RFC 3339 with all nine digits of the nanoseconds, trailing zeros kept
+// (time.RFC3339Nano drops them, and a whole second then has no fraction at all), so that every
+// line has the same width and every parser sees nanoseconds (SPEC §9).
+const startedAtLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
 func toLine(a Attempt) historyLine {
 	return historyLine{
 		JobID: a.JobID, URL: a.URL, Host: a.Host, Attempt: a.Attempt,
-		StartedAt:  a.StartedAt.UTC().Format(time.RFC3339Nano),
+		StartedAt:  a.StartedAt.UTC().Format(startedAtLayout),
 		DurationMS: float64(a.Duration) / float64(time.Millisecond),
 		Status:     a.Status, Outcome: a.Outcome, Bytes: a.Bytes, Error: a.Error,
 		RetryAfterMS: a.RetryAfter.Milliseconds(), BackoffLevel: a.BackoffLevel, BreakerState: a.BreakerState,

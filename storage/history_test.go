@@ -119,6 +119,25 @@ func TestExportHistoryJSON_S9_OneObjectPerLine(t *testing.T) {
 	assert.Equal(t, "a.example", first["host"])
 }
 
+func TestHistoryLine_S9_StartedAtAlwaysHasNineDigits(t *testing.T) {
+	for _, tt := range []struct {
+		ns   int
+		want string
+	}{
+		{0, "2023-11-14T22:13:20.000000000Z"},
+		{550_000_000, "2023-11-14T22:13:20.550000000Z"},
+		{557_853_740, "2023-11-14T22:13:20.557853740Z"},
+		{1, "2023-11-14T22:13:20.000000001Z"},
+	} {
+		at := time.Unix(1_700_000_000, int64(tt.ns)).In(time.FixedZone("CET", 3600))
+		got := toLine(Attempt{StartedAt: at}).StartedAt
+		assert.Equal(t, tt.want, got)
+		back, err := time.Parse(time.RFC3339Nano, got)
+		require.NoError(t, err)
+		assert.True(t, back.Equal(at))
+	}
+}
+
 func TestExportHistoryCSV_U6_HeaderAndQuotedRows(t *testing.T) {
 	db, _ := openTest(t)
 	in := historyFixture(t, db)
