@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"heed/engine/fetch"
 	"heed/storage"
 )
 
@@ -215,6 +216,14 @@ func CheckFolder(dir string) error {
 	return os.Remove(f.Name())
 }
 
+// excerpt is the start of s, to name it in a message.
+func excerpt(s string) string {
+	if r := []rune(s); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return s
+}
+
 // readURLs collects the URL text of get and add: arguments, -i FILE, or -
 // for standard input.
 func readURLs(env Env, args []string, input string) (string, error) {
@@ -229,7 +238,12 @@ func readURLs(env Env, args []string, input string) (string, error) {
 			b.WriteByte('\n')
 			continue
 		}
-		b.WriteString(a)
+		// An argument is one URL, as for curl and wget: the shell has already
+		// split the command line, so a space inside is part of the URL.
+		if strings.ContainsAny(a, "\r\n") {
+			return "", fmt.Errorf("the argument %q holds a line break: give one URL per argument, or a list with -i FILE", excerpt(a))
+		}
+		b.WriteString(fetch.OneURL(a))
 		b.WriteByte('\n')
 	}
 	if input != "" {

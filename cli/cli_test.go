@@ -53,6 +53,7 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 		{"host trip and reset", []string{"host", "--db", db, "example.com", "--trip", "--reset"}, "one of --trip, --reset and --probe"},
 		{"host defaults and a tunable", []string{"host", "--db", db, "example.com", "--follow-defaults", "--rate", "5"}, "--follow-defaults"},
 		{"bad history outcome", []string{"history", "--db", db, "--outcome", "bogus"}, `"bogus" is not an outcome`},
+		{"argument with a line break", []string{"add", "--db", db, "http://example.com/a\nhttp://example.com/b"}, "line break"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +97,26 @@ func TestMain_AddThenJobsJSON(t *testing.T) {
 	assert.Equal(t, "http://example.com/a", j["url"])
 	assert.Equal(t, "queued", j["state"])
 	assert.Equal(t, "example.com", j["host"])
+}
+
+// J1: an argument is one URL, a space in it part of its path, as for curl
+// and wget; in a list (-i or standard input), spaces separate URLs and a
+// line starting with # is a comment.
+func TestMain_ArgumentIsOneURL(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "# my list\nhttp://example.com/c http://example.com/d\n", "add", "--db", db,
+		"http://example.com/my report.pdf", "-")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "queued 3, duplicates 0 (queued again 0), rejected 0")
+	code, out, stderr := run(t, "", "jobs", "--db", db, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	var urls []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var j struct{ URL string }
+		require.NoError(t, json.Unmarshal([]byte(l), &j))
+		urls = append(urls, j.URL)
+	}
+	assert.Equal(t, []string{"http://example.com/my%20report.pdf", "http://example.com/c", "http://example.com/d"}, urls)
 }
 
 // G9, B5, U3 from the command line: heed host pauses, retunes and trips a

@@ -27,7 +27,9 @@ type Parsed struct {
 const maxRejectText = 200
 
 // ParseURLList splits pasted text into URLs (SPEC J1). URLs are separated by
-// spaces, tabs or line breaks ("\n" or "\r\n"); blank lines are skipped. Only
+// spaces, tabs or line breaks ("\n" or "\r\n"); blank lines are skipped, and so
+// are comment lines, whose first character other than a space or tab is "#"
+// (as in aria2's and wget's input files: a URL never starts with "#"). Only
 // absolute http and https URLs with a host are accepted. A token holding a
 // carriage return (a stray "\r" not part of a line ending), any other control
 // character, that does not parse, or whose host has no host key, is rejected
@@ -49,6 +51,9 @@ func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
 		}
 		line++
 		l = strings.TrimSuffix(l, "\r")
+		if strings.HasPrefix(strings.TrimLeftFunc(l, isSeparator), "#") {
+			continue
+		}
 		for _, tok := range strings.FieldsFunc(l, isSeparator) {
 			u, why := parseOne(tok)
 			if why != "" {
@@ -72,6 +77,30 @@ func excerpt(tok string) string {
 		cut--
 	}
 	return tok[:cut] + "…"
+}
+
+// OneURL makes arg, given as one URL (a command-line argument), one token of
+// a URL list: the spaces and tabs around it are dropped and those inside it
+// percent-encoded, as a browser or wget does with a path holding a space,
+// so that "http://h/my report.pdf" is one URL, not "http://h/my" and a
+// rejected "report.pdf". Line breaks are left for ParseURLList to see.
+func OneURL(arg string) string {
+	arg = strings.TrimFunc(arg, isSeparator)
+	if strings.IndexFunc(arg, isSeparator) < 0 {
+		return arg
+	}
+	var b strings.Builder
+	for _, r := range arg {
+		if !isSeparator(r) {
+			b.WriteRune(r)
+			continue
+		}
+		var enc [utf8.UTFMax]byte
+		for _, c := range enc[:utf8.EncodeRune(enc[:], r)] {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 // isSeparator reports the characters that separate URLs: spaces and tabs,

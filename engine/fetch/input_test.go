@@ -39,6 +39,8 @@ func TestParseURLList_J1_B16(t *testing.T) {
 		{"J1 byte order mark", "\ufeffhttp://a/1\nhttp://a/2", []string{"http://a/1", "http://a/2"}, nil, nil},
 		{"J1 bad host", "http://127.0.0.1:99999/x\nhttps://xn--/y", nil, []int{1, 2}, []string{"port", "invalid host name"}},
 		{"line numbers", "http://a/1\n\nftp://x\nhttp://a/2", []string{"http://a/1", "http://a/2"}, []int{3}, []string{"http"}},
+		{"comment lines", "# my list\nhttp://a/1\n  \t# http://a/skipped\nhttp://a/2 #x\n#", []string{"http://a/1", "http://a/2"},
+			[]int{4}, []string{"not an absolute URL"}}, // only a whole line is a comment
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +58,22 @@ func TestParseURLList_J1_B16(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestOneURL_J1_AnArgumentIsOneURL(t *testing.T) {
+	for _, tt := range []struct{ arg, want string }{
+		{"http://h/a", "http://h/a"},
+		{"  http://h/a\t", "http://h/a"},
+		{"http://h/my report.pdf", "http://h/my%20report.pdf"},
+		{"http://h/a\tb c\u00a0d", "http://h/a%09b%20c%C2%A0d"},
+		{"http://h/a\nhttp://h/b", "http://h/a\nhttp://h/b"}, // line breaks stay, for ParseURLList to see
+	} {
+		assert.Equal(t, tt.want, OneURL(tt.arg), "%q", tt.arg)
+	}
+	urls, rejects := ParseURLList(OneURL("http://h/my report.pdf"))
+	require.Empty(t, rejects)
+	require.Len(t, urls, 1)
+	assert.Equal(t, "/my report.pdf", urls[0].URL.Path)
 }
 
 // J1: a rejected token is repeated up to 200 bytes, never cut inside a character, so that a
