@@ -119,6 +119,7 @@ func (c *common) register(fs *flag.FlagSet) {
 func newFlags(env Env, name string) (*flag.FlagSet, *common) {
 	fs := flag.NewFlagSet("heed "+name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {} // parse prints the flags for -h, and only a hint after a mistake
 	c := &common{}
 	c.register(fs)
 	return fs, c
@@ -130,6 +131,12 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(fs.Output(), "usage of %s:\n", fs.Name())
+				fs.PrintDefaults()
+			} else { // the flag package said what was wrong, on one line
+				fmt.Fprintf(fs.Output(), "(%s -h lists the flags)\n", fs.Name())
+			}
 			return nil, err
 		}
 		args = fs.Args()

@@ -38,7 +38,12 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 	}{
 		{"unknown command", []string{"fetch"}, `unknown command "fetch"`},
 		{"unknown flag", []string{"get", "--db", db, "--frobnicate"}, "flag provided but not defined"},
-		{"rate zero is not a rate", []string{"get", "--db", db, "--rate", "0"}, "rate_per_min"},
+		{"rate zero is not a rate", []string{"get", "--db", db, "--rate", "0"}, "--rate: 0 is out of range"},
+		{"errors name the flag", []string{"get", "--db", db, "--breaker-threshold", "0"}, "--breaker-threshold: 0 is out of range"},
+		{"retry attempts name the flag", []string{"get", "--db", db, "--max-attempts", "0"}, "--max-attempts: 0 is out of range"},
+		{"burst far out of bounds", []string{"get", "--db", db, "--burst", "1e20"}, "--burst: 1e+20 is out of range"},
+		{"duration without a unit", []string{"get", "--db", db, "--backoff-base", "5"}, `"5" has no unit: write it as 5s or 5ms`},
+		{"not a duration", []string{"get", "--db", db, "--retry-base", "soon"}, `"soon" is not a duration`},
 		{"burst out of bounds", []string{"get", "--db", db, "--burst", "20000"}, "burst"},
 		{"burst not whole", []string{"get", "--db", db, "--burst", "1.5"}, "--burst: 1.5 is not a whole number"},
 		{"bad jitter", []string{"get", "--db", db, "--jitter", "250ms"}, "MIN-MAX"},
@@ -172,6 +177,9 @@ func TestJitterFlag(t *testing.T) {
 		{"0-250ms", 0, 250 * time.Millisecond, false},
 		{"100ms-1s", 100 * time.Millisecond, time.Second, false},
 		{"0-0", 0, 0, false},
+		{"100-250ms", 100 * time.Millisecond, 250 * time.Millisecond, false}, // MIN takes MAX's unit
+		{"1-2.5s", time.Second, 2500 * time.Millisecond, false},
+		{"500-1m30s", 500 * time.Second, 90 * time.Second, false},
 		{"250ms", 0, 0, true},
 		{"a-b", 0, 0, true},
 		{"-1s-2s", 0, 0, true},
@@ -209,6 +217,18 @@ func TestTunableFlags_OnlyGivenFlagsApply(t *testing.T) {
 	assert.Equal(t, 300*time.Millisecond, got.JitterMax, "max clamped up to min")
 	assert.Equal(t, base.RatePerMin, got.RatePerMin)
 	assert.Equal(t, base.Burst, got.Burst)
+
+	// --max-retry-after takes a duration, and a bare number as seconds.
+	for _, v := range []string{"1h", "3600", "60m"} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		tf := registerTunables(fs)
+		require.NoError(t, fs.Parse([]string{"--max-retry-after", v}), v)
+		tf.visited()
+		got, err := tf.apply(base)
+		require.NoError(t, err, v)
+		assert.Equal(t, time.Hour, got.MaxRetryAfter, v)
+	}
 }
 
 // Each finished download is reported on standard output (buffered when it

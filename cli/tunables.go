@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"heed/engine"
 )
@@ -18,13 +22,14 @@ type tunableFlags struct {
 
 	rate, burst, inflight      float64
 	jitter                     jitterFlag
-	backoffBase, backoffMax    time.Duration
+	backoffBase, backoffMax    durationFlag
 	breakerThreshold           float64
-	breakerTimeout             time.Duration
+	breakerTimeout             durationFlag
 	maxAttempts                float64
 	retry                      string
-	retryBase, retryMax        time.Duration
-	decayAfter, maxRetryAfterS float64
+	retryBase, retryMax        durationFlag
+	decayAfter                 float64
+	maxRetryAfter              durationFlag // a bare number is seconds
 	throttleStatuses           string
 	retryJitter, noRetryJitter bool
 }
@@ -35,17 +40,18 @@ func registerTunables(fs *flag.FlagSet) *tunableFlags {
 	fs.Float64Var(&t.burst, "burst", 0, "token bucket size per host (G2)")
 	fs.Float64Var(&t.inflight, "max-inflight", 0, "requests in flight per host (G1)")
 	fs.Var(&t.jitter, "jitter", "extra spacing `MIN-MAX` between requests to a host, e.g. 0-250ms (G4)")
-	fs.DurationVar(&t.backoffBase, "backoff-base", 0, "first throttle backoff window (G5)")
-	fs.DurationVar(&t.backoffMax, "backoff-max", 0, "largest throttle backoff window (G5)")
+	fs.Var(&t.backoffBase, "backoff-base", "first throttle backoff window, e.g. 1s (G5)")
+	fs.Var(&t.backoffMax, "backoff-max", "largest throttle backoff window, e.g. 10m (G5)")
 	fs.Float64Var(&t.decayAfter, "decay-after", 0, "successes that lower the backoff level by one (G7)")
-	fs.Float64Var(&t.maxRetryAfterS, "max-retry-after", 0, "longest Retry-After in `seconds` that Heed waits out; longer pauses the host")
+	t.maxRetryAfter.bareSeconds = true
+	fs.Var(&t.maxRetryAfter, "max-retry-after", "longest Retry-After that Heed waits out, e.g. 1h (a bare number is seconds); longer pauses the host")
 	fs.StringVar(&t.throttleStatuses, "throttle-statuses", "", "comma-separated statuses that throttle, e.g. 429,503")
 	fs.Float64Var(&t.breakerThreshold, "breaker-threshold", 0, "consecutive failures that open the breaker (B1)")
-	fs.DurationVar(&t.breakerTimeout, "breaker-timeout", 0, "open breaker's wait before a probe (B2)")
+	fs.Var(&t.breakerTimeout, "breaker-timeout", "open breaker's wait before a probe, e.g. 30s (B2)")
 	fs.Float64Var(&t.maxAttempts, "max-attempts", 0, "attempts per job before it fails (R5)")
 	fs.StringVar(&t.retry, "retry", "", "retry strategy: fixed, linear or exponential (R1)")
-	fs.DurationVar(&t.retryBase, "retry-base", 0, "retry base delay (R1)")
-	fs.DurationVar(&t.retryMax, "retry-max", 0, "retry delay cap, 0 = none (R1)")
+	fs.Var(&t.retryBase, "retry-base", "retry base delay, e.g. 2s (R1)")
+	fs.Var(&t.retryMax, "retry-max", "retry delay cap, e.g. 5m; 0 = none (R1)")
 	fs.BoolVar(&t.retryJitter, "retry-jitter", false, "add jitter to retry delays (R1, the default)")
 	fs.BoolVar(&t.noRetryJitter, "no-retry-jitter", false, "no jitter on retry delays")
 	return t
@@ -77,7 +83,10 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		if !t.set[name] {
 			return nil
 		}
-		if v != float64(int(v)) {
+		if math.Abs(v) > math.MaxInt32 {
+			return fmt.Errorf("--%s: %v is out of range", name, v)
+		}
+		if v != math.Trunc(v) {
 			return fmt.Errorf("--%s: %v is not a whole number", name, v)
 		}
 		*dst = int(v)
@@ -105,13 +114,13 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		out.JitterMin, out.JitterMax = t.jitter.min, t.jitter.max
 	}
 	if t.set["backoff-base"] {
-		out.BackoffBase = t.backoffBase
+		out.BackoffBase = t.backoffBase.d
 	}
 	if t.set["backoff-max"] {
-		out.BackoffMax = t.backoffMax
+		out.BackoffMax = t.backoffMax.d
 	}
 	if t.set["max-retry-after"] {
-		out.MaxRetryAfter = time.Duration(t.maxRetryAfterS * float64(time.Second))
+		out.MaxRetryAfter = t.maxRetryAfter.d
 	}
 	if t.set["throttle-statuses"] {
 		var codes []int
@@ -125,7 +134,7 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		out.ThrottleStatuses = codes
 	}
 	if t.set["breaker-timeout"] {
-		out.RecoveryTimeout = t.breakerTimeout
+		out.RecoveryTimeout = t.breakerTimeout.d
 	}
 	if t.set["retry"] {
 		s, err := engine.ParseStrategy(t.retry)
@@ -135,10 +144,10 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		out.Retry.Strategy = s
 	}
 	if t.set["retry-base"] {
-		out.Retry.Base = t.retryBase
+		out.Retry.Base = t.retryBase.d
 	}
 	if t.set["retry-max"] {
-		out.Retry.Max = t.retryMax
+		out.Retry.Max = t.retryMax.d
 	}
 	if t.set["retry-jitter"] {
 		out.Retry.Jitter = t.retryJitter
@@ -148,9 +157,71 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 	}
 	out = out.Normalize()
 	if err := out.Validate(); err != nil {
-		return base, err
+		return base, errors.New(flagNames.Replace(err.Error()))
 	}
 	return out, nil
+}
+
+// flagNames renames the settings that Tunables.Validate names after their
+// flags, so that an error says which flag to change.
+var flagNames = strings.NewReplacer(
+	"rate_per_min", "--rate",
+	"max_inflight", "--max-inflight",
+	"jitter_min", "--jitter MIN",
+	"jitter_max", "--jitter MAX",
+	"backoff_base", "--backoff-base",
+	"backoff_max", "--backoff-max",
+	"decay_after", "--decay-after",
+	"throttle_statuses", "--throttle-statuses",
+	"max_retry_after", "--max-retry-after",
+	"failure_threshold", "--breaker-threshold",
+	"recovery_timeout", "--breaker-timeout",
+	"retry.max_attempts", "--max-attempts",
+	"retry.strategy", "--retry",
+	"retry.base", "--retry-base",
+	"retry.max", "--retry-max",
+	"burst:", "--burst:",
+)
+
+// durationFlag is a Go duration ("250ms", "30s", "1h"); a bare number is
+// refused with a hint, or taken as seconds when bareSeconds is set.
+type durationFlag struct {
+	d           time.Duration
+	bareSeconds bool
+}
+
+func (f *durationFlag) String() string {
+	if f == nil || f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+
+func (f *durationFlag) Set(s string) error {
+	d, err := parseDuration(s, f.bareSeconds)
+	if err != nil {
+		return err
+	}
+	f.d = d
+	return nil
+}
+
+// parseDuration reads a Go duration, or with bareSeconds a number of
+// seconds; its error says what a duration looks like.
+func parseDuration(s string, bareSeconds bool) (time.Duration, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	switch {
+	case err == nil && bareSeconds && math.Abs(v) < float64(math.MaxInt64/int64(time.Second)):
+		return time.Duration(v * float64(time.Second)), nil
+	case err == nil && v == 0:
+		return 0, nil
+	case err == nil:
+		return 0, fmt.Errorf("%q has no unit: write it as %ss or %sms, for example", s, s, s)
+	}
+	return 0, fmt.Errorf("%q is not a duration, such as 250ms, 30s, 5m or 1h", s)
 }
 
 // jitterFlag parses MIN-MAX as two Go durations ("0-250ms", "100ms-1s").
@@ -168,17 +239,18 @@ func (j *jitterFlag) Set(s string) error {
 	if !ok {
 		return fmt.Errorf("want MIN-MAX, such as 0-250ms")
 	}
-	parse := func(v string) (time.Duration, error) {
-		if v == "0" {
-			return 0, nil
-		}
-		return time.ParseDuration(v)
+	if lo == "" {
+		return fmt.Errorf("jitter cannot be negative")
 	}
-	a, err := parse(lo)
+	b, err := parseDuration(hi, false)
 	if err != nil {
 		return err
 	}
-	b, err := parse(hi)
+	// "100-250ms": a bare MIN takes MAX's unit, as people write ranges.
+	if _, err := strconv.ParseFloat(lo, 64); err == nil {
+		lo += hi[len(strings.TrimRightFunc(hi, unicode.IsLetter)):]
+	}
+	a, err := parseDuration(lo, false)
 	if err != nil {
 		return err
 	}
