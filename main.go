@@ -74,6 +74,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cli.ExitUsage
 	}
 	if fs.NArg() > 0 {
+		if cli.Is(fs.Arg(0)) { // heed --db x jobs
+			fmt.Fprintf(stderr, "heed: flags go after the command: heed %s %s\n", fs.Arg(0), strings.Join(args[:len(args)-fs.NArg()], " "))
+			return cli.ExitUsage
+		}
 		fmt.Fprintf(stderr, "heed: unknown command %q (try: heed help)\n", fs.Arg(0))
 		return cli.ExitUsage
 	}

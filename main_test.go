@@ -32,3 +32,11 @@ func TestRun_UnknownCommandIsUsageError(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Contains(t, errb.String(), `unknown command "frobnicate"`)
 }
+
+func TestRun_FlagsBeforeTheCommandGetAHint(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"--db", "my.db", "jobs"}, &out, &errb)
+	assert.Equal(t, cli.ExitUsage, code)
+	assert.Contains(t, errb.String(), "flags go after the command: heed jobs --db my.db")
+	assert.NoFileExists(t, "my.db")
+}

@@ -189,6 +189,22 @@ func openDB(env Env, c *common) (*storage.DB, int) {
 	return db, ExitOK
 }
 
+// openExisting is openDB for the commands that only read (jobs, hosts,
+// history): a database that is not there is reported, not created, so that
+// a mistyped --db does not show an empty list as if nothing were queued.
+func openExisting(env Env, c *common) (*storage.DB, int) {
+	path, err := DBPath(c.db)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return nil, ExitUnusable
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		fmt.Fprintf(env.Stderr, "heed: no database at %s (heed add or heed get creates it)\n", path)
+		return nil, ExitUnusable
+	}
+	return openDB(env, c)
+}
+
 // downloadDir returns the download folder (the current folder by default,
 // as curl and wget do), created if missing.
 func downloadDir(env Env, c *common) (string, int) {

@@ -58,6 +58,8 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 		{"host trip and reset", []string{"host", "--db", db, "example.com", "--trip", "--reset"}, "one of --trip, --reset and --probe"},
 		{"host defaults and a tunable", []string{"host", "--db", db, "example.com", "--follow-defaults", "--rate", "5"}, "--follow-defaults"},
 		{"bad history outcome", []string{"history", "--db", db, "--outcome", "bogus"}, `"bogus" is not an outcome`},
+		{"history with an argument", []string{"history", "--db", db, "example.com"}, `"example.com" is one too many`},
+		{"jobs with an argument", []string{"jobs", "--db", db, "queued"}, "takes no arguments"},
 		{"argument with a line break", []string{"add", "--db", db, "http://example.com/a\nhttp://example.com/b"}, "line break"},
 	}
 	for _, tc := range cases {
@@ -67,6 +69,39 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 			assert.Contains(t, stderr, tc.msg)
 		})
 	}
+}
+
+// A command that only lists does not create the database a mistyped --db
+// names: it says there is none, exit 3.
+func TestMain_ListingAMissingDatabaseExit3(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range []string{"jobs", "hosts", "history"} {
+		path := filepath.Join(dir, "typo", "heed.db")
+		code, out, stderr := run(t, "", cmd, "--db", path)
+		assert.Equal(t, ExitUnusable, code, cmd)
+		assert.Contains(t, stderr, "no database at "+path, cmd)
+		assert.Empty(t, out, cmd)
+		assert.NoDirExists(t, filepath.Join(dir, "typo"), cmd)
+	}
+}
+
+// --host of jobs and history names a host as heed host does: any spelling
+// of it, or a URL on it.
+func TestMain_HostFilterTakesAnySpellingOfTheHost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "add", "--db", db, "http://example.com/a", "http://other.example/b")
+	require.Equal(t, ExitOK, code, stderr)
+	for _, h := range []string{"example.com", "EXAMPLE.com:80", "http://Example.COM/some/file"} {
+		code, out, stderr := run(t, "", "jobs", "--db", db, "--json", "--host", h)
+		require.Equal(t, ExitOK, code, stderr)
+		assert.Equal(t, 1, strings.Count(out, "\n"), h)
+		assert.Contains(t, out, `"url":"http://example.com/a"`, h)
+		code, _, stderr = run(t, "", "history", "--db", db, "--host", h)
+		require.Equal(t, ExitOK, code, stderr)
+	}
+	code, _, stderr = run(t, "", "jobs", "--db", db, "--host", "bad host!")
+	assert.Equal(t, ExitUsage, code)
+	assert.Contains(t, stderr, "--host")
 }
 
 // RELIABILITY F36: a file that is not a database is refused with a message

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,13 +20,16 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 	asJSON := fs.Bool("json", false, "one JSON object per line")
 	state := fs.String("state", "", "only jobs in this `state` (queued, active, paused, done, failed, cancelled)")
 	host := fs.String("host", "", "only jobs of this `host`")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
+	if code := parseNoArgs(env, fs, args); code != ExitOK {
+		return code
 	}
 	if *state != "" && !storage.State(*state).Valid() {
 		return usageErr(env, "--state: %q is not a job state (queued, active, paused, done, failed, cancelled)", *state)
 	}
-	db, code := openDB(env, c)
+	if code := hostFilter(env, host); code != ExitOK {
+		return code
+	}
+	db, code := openExisting(env, c)
 	if code != ExitOK {
 		return code
 	}
@@ -52,6 +56,33 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
+// parseNoArgs parses the flags of a command that takes no arguments: an
+// argument left over is a mistake (heed history example.com, for --host).
+func parseNoArgs(env Env, fs *flag.FlagSet, args []string) int {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) > 0 {
+		return usageErr(env, "%s takes no arguments, only flags: %q is one too many (%s -h lists the flags)", fs.Name(), pos[0], fs.Name())
+	}
+	return ExitOK
+}
+
+// hostFilter turns a --host filter into its host key, as heed host takes it
+// (Example.COM:80, a URL or an international name all name one host).
+func hostFilter(env Env, host *string) int {
+	if *host == "" {
+		return ExitOK
+	}
+	key, err := hostArg(*host)
+	if err != nil {
+		return usageErr(env, "--host: %q is not a host: %v", *host, err)
+	}
+	*host = key
+	return ExitOK
+}
+
 // hostLine is one host in `heed hosts --json`.
 type hostLine struct {
 	Host        string           `json:"host"`
@@ -71,10 +102,10 @@ type hostLine struct {
 func cmdHosts(ctx context.Context, env Env, args []string) int {
 	fs, c := newFlags(env, "hosts")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
+	if code := parseNoArgs(env, fs, args); code != ExitOK {
+		return code
 	}
-	db, code := openDB(env, c)
+	db, code := openExisting(env, c)
 	if code != ExitOK {
 		return code
 	}
@@ -167,8 +198,8 @@ func cmdHistory(ctx context.Context, env Env, args []string) int {
 	host := fs.String("host", "", "only attempts to this `host`")
 	outcome := fs.String("outcome", "", "only attempts with this `outcome` ("+strings.Join(engine.Outcomes, ", ")+")")
 	limit := fs.Int("limit", 0, "at most `N` attempts, 0 = all")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
+	if code := parseNoArgs(env, fs, args); code != ExitOK {
+		return code
 	}
 	if *asJSON && *asCSV {
 		return usageErr(env, "history: choose one of --json and --csv")
@@ -179,7 +210,10 @@ func cmdHistory(ctx context.Context, env Env, args []string) int {
 	if *outcome != "" && !slices.Contains(engine.Outcomes, *outcome) {
 		return usageErr(env, "--outcome: %q is not an outcome (%s)", *outcome, strings.Join(engine.Outcomes, ", "))
 	}
-	db, code := openDB(env, c)
+	if code := hostFilter(env, host); code != ExitOK {
+		return code
+	}
+	db, code := openExisting(env, c)
 	if code != ExitOK {
 		return code
 	}
