@@ -361,9 +361,13 @@ func (p *progress) summary(counts map[storage.State]int64, interrupted bool) {
 	if q := counts[storage.StateQueued]; q > 0 {
 		why := "held by paused hosts (heed hosts shows why; heed host HOST --resume)"
 		if interrupted {
-			why = "still queued (partial files kept; run heed get again to resume)"
+			why = "still queued (run heed get again to go on; partial files are kept and resumed)"
 		}
-		fmt.Fprintf(w, "%d jobs %s\n", q, why)
+		noun := "jobs"
+		if q == 1 {
+			noun = "job"
+		}
+		fmt.Fprintf(w, "%d %s %s\n", q, noun, why)
 	}
 }
 

@@ -715,7 +715,7 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 	case Retryable(o.Class, o.Status):
 		if o.Attempts >= t.Retry.MaxAttempts { // R5
 			dec.Fail = true
-			dec.Reason = fmt.Sprintf("%v after %d attempts: %s", ErrGaveUp, o.Attempts, errReason(o))
+			dec.Reason = fmt.Sprintf("%v after %s: %s", ErrGaveUp, plural(o.Attempts, "attempt"), errReason(o))
 		} else { // R1
 			dec.Retry = true
 			dec.NotBefore = c.at(addMono(nowM, t.Retry.Delay(o.Attempts-1, c.rng.Int64N)))
@@ -978,4 +978,12 @@ func (c *Core) Bandwidth() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.bandwidth
+}
+
+// plural is "1 attempt", "2 attempts".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
