@@ -168,13 +168,7 @@ func TestMain_HostEditsArePersisted(t *testing.T) {
 
 	code, out, stderr := run(t, "", "hosts", "--db", db, "--json")
 	require.Equal(t, ExitOK, code, stderr)
-	var h struct {
-		Host     string           `json:"host"`
-		Paused   bool             `json:"paused"`
-		Breaker  string           `json:"breaker_state"`
-		Own      bool             `json:"own_tunables"`
-		Tunables *engine.Tunables `json:"tunables"`
-	}
+	var h hostLine
 	require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &h))
 	assert.Equal(t, "example.com", h.Host)
 	assert.True(t, h.Paused)
@@ -183,14 +177,26 @@ func TestMain_HostEditsArePersisted(t *testing.T) {
 	assert.Equal(t, 6.0, h.Tunables.RatePerMin)
 	assert.Equal(t, 2, h.Tunables.Burst)
 	assert.Equal(t, engine.DefaultTunables().MaxInflight, h.Tunables.MaxInflight, "flags not given keep their value")
+	// B6: an open breaker says since when, and when a probe may go.
+	require.NotNil(t, h.OpenedAt)
+	require.NotNil(t, h.HalfOpenAt)
+	assert.Equal(t, h.Tunables.RecoveryTimeout, h.HalfOpenAt.Sub(*h.OpenedAt))
+	code, out, stderr = run(t, "", "hosts", "--db", db)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Regexp(t, `example\.com\s+paused \(paused from the command line\)\s+0\s+probe in \d+s\s+open`, out)
 
+	// heed host --json prints the same shape as a line of heed hosts --json,
+	// with the tunables in effect.
 	code, out, _ = run(t, "", "host", "--db", db, "example.com", "--resume", "--reset", "--json")
 	require.Equal(t, ExitOK, code)
-	var st engine.HostEdit
+	var st hostLine
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	assert.False(t, st.Paused)
-	assert.Equal(t, engine.Closed, st.Breaker)
+	assert.Equal(t, "closed", st.Breaker)
+	assert.Nil(t, st.HalfOpenAt)
+	require.NotNil(t, st.Effective)
 	assert.Equal(t, 6.0, st.Effective.RatePerMin, "retuning survives")
+	assert.NotNil(t, st.Jobs)
 
 	// A URL names its host (its scheme's default port left out), not a host called "http".
 	for _, arg := range []string{"http://Example.com/some/file.bin", "https://example.com:8443/x", "http://[::1]:80/"} {

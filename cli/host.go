@@ -88,8 +88,19 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitUnusable
 	}
-	if *asJSON {
-		json.NewEncoder(env.Stdout).Encode(state)
+	if *asJSON { // a line of heed hosts --json, with the tunables in effect
+		l := newHostLine(state.HostState)
+		eff := state.Effective
+		l.Effective = &eff
+		counts, err := db.CountsByHost(ctx)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+		for st, n := range counts[host] {
+			l.Jobs[string(st)] = n
+		}
+		json.NewEncoder(env.Stdout).Encode(l)
 		return ExitOK
 	}
 	t := state.Effective

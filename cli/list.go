@@ -91,11 +91,40 @@ type hostLine struct {
 	Level       int              `json:"backoff_level"`
 	Gate        *time.Time       `json:"gate,omitempty"`
 	Breaker     string           `json:"breaker_state"`
+	OpenedAt    *time.Time       `json:"breaker_opened_at,omitempty"`
+	HalfOpenAt  *time.Time       `json:"breaker_half_open_at,omitempty"` // open: when a probe may go (B2, B6)
 	Failures    int              `json:"failures"`
 	LastStatus  int              `json:"last_status"`
 	Own         bool             `json:"own_tunables"`
 	Tunables    *engine.Tunables `json:"tunables,omitempty"`
+	Effective   *engine.Tunables `json:"effective_tunables,omitempty"` // heed host only
 	Jobs        map[string]int64 `json:"jobs"`
+}
+
+// newHostLine is s as heed hosts lists it, its job counts still to come.
+// An open breaker's half-open time uses the host's own recovery timeout,
+// or the default one heed get runs with.
+func newHostLine(s engine.HostState) *hostLine {
+	l := &hostLine{Host: s.Host, Paused: s.Paused, PauseReason: s.PauseReason, Level: s.Level,
+		Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
+		Tunables: s.Tunables, Jobs: map[string]int64{}}
+	if !s.Gate.IsZero() {
+		g := s.Gate
+		l.Gate = &g
+	}
+	if s.Breaker != engine.Closed && !s.OpenedAt.IsZero() {
+		o := s.OpenedAt
+		l.OpenedAt = &o
+		if s.Breaker == engine.Open {
+			recovery := engine.DefaultTunables().RecoveryTimeout
+			if s.Tunables != nil {
+				recovery = s.Tunables.RecoveryTimeout
+			}
+			h := o.Add(recovery)
+			l.HalfOpenAt = &h
+		}
+	}
+	return l
 }
 
 // cmdHosts lists every host with its persisted politeness state and job counts.
@@ -132,6 +161,12 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 		}
 		if l.Breaker == "open" {
 			state = "breaker open"
+			if l.HalfOpenAt != nil {
+				wait = "probe due"
+				if l.HalfOpenAt.After(now) {
+					wait = "probe in " + l.HalfOpenAt.Sub(now).Round(time.Second).String()
+				}
+			}
 		}
 		if l.Paused {
 			state = "paused"
@@ -159,31 +194,20 @@ func hostLines(ctx context.Context, db *storage.DB) ([]hostLine, error) {
 	}
 	byHost := map[string]*hostLine{}
 	for _, s := range states {
-		l := &hostLine{Host: s.Host, Paused: s.Paused, PauseReason: s.PauseReason, Level: s.Level,
-			Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
-			Tunables: s.Tunables}
-		if !s.Gate.IsZero() {
-			g := s.Gate
-			l.Gate = &g
-		}
-		byHost[s.Host] = l
+		byHost[s.Host] = newHostLine(s)
 	}
 	for h, m := range counts {
 		l := byHost[h]
 		if l == nil {
-			l = &hostLine{Host: h, Breaker: engine.Closed.String()}
+			l = &hostLine{Host: h, Breaker: engine.Closed.String(), Jobs: map[string]int64{}}
 			byHost[h] = l
 		}
-		l.Jobs = map[string]int64{}
 		for st, n := range m {
 			l.Jobs[string(st)] = n
 		}
 	}
 	out := make([]hostLine, 0, len(byHost))
 	for _, l := range byHost {
-		if l.Jobs == nil {
-			l.Jobs = map[string]int64{}
-		}
 		out = append(out, *l)
 	}
 	slices.SortFunc(out, func(a, b hostLine) int { return strings.Compare(a.Host, b.Host) })
