@@ -203,7 +203,7 @@ func (c *Core) onThrottle(h *host, d *Dispatch, status int, ra time.Duration, ra
 	detail := ""
 	if raOK {
 		if ra > t.MaxRetryAfter {
-			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra.Round(time.Second), t.MaxRetryAfter), nowM)
+			c.pauseLocked(h, retryAfterTooLong(ra, t.MaxRetryAfter), nowM)
 		} else if f := c.retryAfterFloor(ra); f > delay {
 			delay = f
 		}
@@ -232,7 +232,7 @@ func (c *Core) onResponse(h *host, ra time.Duration, raOK bool, nowM int64) {
 	}
 	if raOK {
 		if ra > t.MaxRetryAfter {
-			c.pauseLocked(h, fmt.Sprintf("Retry-After %v exceeds max_retry_after %v", ra.Round(time.Second), t.MaxRetryAfter), nowM)
+			c.pauseLocked(h, retryAfterTooLong(ra, t.MaxRetryAfter), nowM)
 		} else if g := addMono(nowM, ra); g > h.gate {
 			h.gate = g
 		}
@@ -327,4 +327,16 @@ func (q jobHeap) heapify() {
 	for i := len(q)/2 - 1; i >= 0; i-- {
 		q.down(i)
 	}
+}
+
+// retryAfterTooLong is the pause reason of a Retry-After longer than max:
+// a value saturated from an absurd header (9999999999999 seconds) reads as
+// what it is, not as 2562047h47m16s.
+func retryAfterTooLong(ra, max time.Duration) string {
+	const century = 100 * 365 * 24 * time.Hour
+	asked := ra.Round(time.Second).String()
+	if ra >= century {
+		asked = "of more than 100 years"
+	}
+	return fmt.Sprintf("Retry-After %s exceeds max_retry_after %v", asked, max)
 }
