@@ -85,17 +85,46 @@ func Main(ctx context.Context, env Env, args []string) int {
 	case "demo":
 		run = cmdDemo
 	case "version":
-		fmt.Fprintf(env.Stdout, "heed %s\n", env.Version)
-		return ExitOK
+		run = func(_ context.Context, env Env, _ []string) int {
+			fmt.Fprintf(env.Stdout, "heed %s\n", env.Version)
+			return ExitOK
+		}
 	case "help":
-		usage(env.Stdout)
-		return ExitOK
+		run = func(_ context.Context, env Env, _ []string) int {
+			usage(env.Stdout)
+			return ExitOK
+		}
 	default:
 		fmt.Fprintf(env.Stderr, "heed: unknown command %q\n", name)
 		usage(env.Stderr)
 		return ExitUsage
 	}
-	return run(ctx, env, rest)
+	out := &errWriter{w: env.Stdout}
+	env.Stdout = out
+	code := run(ctx, env, rest)
+	if out.err != nil { // a full disk, a closed pipe: the listing or report is not all there
+		fmt.Fprintf(env.Stderr, "heed: writing the output: %v\n", out.err)
+		return ExitFailed
+	}
+	return code
+}
+
+// errWriter passes writes to w and keeps the first error, which then fails
+// the command: output that did not get out is not a success.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func usage(w io.Writer) {

@@ -392,3 +392,23 @@ func TestGet_UnwritableFolderExits3(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Contains(t, out, `"state":"queued"`, "the job waits for a run with a usable folder")
 }
+
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) { return 0, fmt.Errorf("no space left on device") }
+
+// Output that could not be written (a full disk, a closed pipe) fails the
+// command with exit 1 and says so, whatever the format.
+func TestMain_OutputWriteErrorExit1(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "add", "--db", db, "http://example.com/a")
+	require.Equal(t, ExitOK, code, stderr)
+	for _, args := range [][]string{{"jobs", "--db", db}, {"jobs", "--json", "--db", db}, {"hosts", "--db", db},
+		{"history", "--csv", "--db", db}, {"version"}, {"help"}} {
+		var errb bytes.Buffer
+		env := Env{Stdin: strings.NewReader(""), Stdout: fullWriter{}, Stderr: &errb, Version: "9.9.9"}
+		code := Main(context.Background(), env, args)
+		assert.Equal(t, ExitFailed, code, "%v: %s", args, errb.String())
+		assert.Contains(t, errb.String(), "writing the output: no space left on device", args)
+	}
+}
