@@ -685,6 +685,11 @@ func (a *attempt) complete() {
 // headers had already arrived.
 func (a *attempt) failErr(err error, inBody bool) {
 	c, retry := classify(a.parent, a.ctx, err, inBody)
+	if ue, ok := err.(*url.Error); ok {
+		// `Get "http://…": dial tcp …`: the URL is already beside every
+		// reason Heed shows, and the method is always GET.
+		err = ue.Err
+	}
 	if c == Timeout && errors.Is(context.Cause(a.ctx), errIdle) {
 		err = fmt.Errorf("%w (%s)", errIdle, a.f.idle)
 	}

@@ -508,6 +508,7 @@ func TestFetch_B15_MalformedFramingIsTransportError(t *testing.T) {
 			assert.Equal(t, Transport, res.Class, "%v", res.Err)
 			assert.True(t, res.Retryable)
 			assert.False(t, res.Done)
+			assert.NotContains(t, res.Err.Error(), `Get "`, "the reason, without Go's wrapping of the request")
 			for name, content := range e.files() {
 				assert.True(t, strings.HasSuffix(name, ".part"), "no final file, got %q", name)
 				assert.Empty(t, content, "no body byte of a malformed response is kept")
