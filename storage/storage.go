@@ -72,8 +72,9 @@ var (
 	ErrLocked = errors.New("database is in use by another Heed")
 	// ErrNotDatabase means the file exists but is not an SQLite database; it is left untouched.
 	ErrNotDatabase = errors.New("file is not a Heed database")
-	// ErrUnreadable means the file (or its directory) cannot be read or created.
-	ErrUnreadable = errors.New("database file cannot be read")
+	// ErrUnreadable means the file (or its directory) cannot be read, written or created: Heed
+	// needs all three, even to list, since it locks the file and may recover it (S2, S6).
+	ErrUnreadable = errors.New("database file cannot be opened for reading and writing")
 	// ErrSchemaTooNew means the database was written by a newer Heed than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this Heed understands")
 )
