@@ -194,6 +194,8 @@ type progress struct {
 	mu      sync.Mutex
 	out     *bufio.Writer // lines for a pipe or a file, flushed every flushEvery
 	drawn   int           // lines of bars on screen
+	said    time.Time     // when the last line was written (a report or a wait)
+	waiting string        // why nothing runs, shown with the bars on a terminal
 	done    int
 	failed  int
 	retried int
@@ -201,13 +203,17 @@ type progress struct {
 	started time.Time
 }
 
-func newProgress(env Env) *progress { return &progress{env: env, started: time.Now()} }
+func newProgress(env Env) *progress {
+	now := time.Now()
+	return &progress{env: env, started: now, said: now}
+}
 
 // jobEnded is the engine's OnJob hook: it runs on the engine's goroutines.
 func (p *progress) jobEnded(j engine.JobEnd) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	p.said = time.Now()
 	w := p.writer()
 	switch j.Outcome {
 	case "ok":
@@ -286,8 +292,10 @@ func (p *progress) start(eng *engine.Engine) func() {
 				p.mu.Unlock()
 				return
 			case <-t.C:
+				active := eng.Active()
+				p.noteWait(eng, active)
 				if p.env.Interactive {
-					p.draw(eng.Active())
+					p.draw(active)
 				} else {
 					p.mu.Lock()
 					p.flush()
@@ -320,9 +328,96 @@ func (p *progress) draw(active []engine.Active) {
 		fmt.Fprintln(p.env.Stdout, bar(a, time.Now()))
 		p.drawn++
 	}
-	fmt.Fprintf(p.env.Stdout, "%d done, %d failed, %d retries, %s in %s\n", p.done, p.failed, p.retried,
-		humanBytes(p.bytes), time.Since(p.started).Round(time.Second))
+	wait := ""
+	if len(active) == 0 && p.waiting != "" {
+		wait = "; waiting: " + p.waiting
+	}
+	fmt.Fprintf(p.env.Stdout, "%d done, %d failed, %d retries, %s in %s%s\n", p.done, p.failed, p.retried,
+		humanBytes(p.bytes), time.Since(p.started).Round(time.Second), wait)
 	p.drawn++
+}
+
+// waitEvery is how often a pipe or a file is told why nothing runs, while
+// nothing does: a host that backs off for minutes must not look hung.
+const waitEvery = 10 * time.Second
+
+// noteWait finds why nothing runs when no download is active: for the bars'
+// status line on a terminal, and a line every waitEvery elsewhere.
+func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
+	p.mu.Lock()
+	quietFor := time.Since(p.said)
+	p.mu.Unlock()
+	if len(active) > 0 || (!p.env.Interactive && quietFor < waitEvery) {
+		p.mu.Lock()
+		p.waiting = ""
+		p.mu.Unlock()
+		return
+	}
+	why := whyWaiting(eng.Core().Snapshot())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.waiting = why
+	if !p.env.Interactive && why != "" {
+		fmt.Fprintf(p.writer(), "waiting  %s\n", why)
+		p.said = time.Now()
+	}
+}
+
+// whyWaiting names the host with queued jobs that may go first, and what it
+// waits for ("example.com: breaker open, probe in 25s (3 hosts wait)"), or
+// "" when no host has queued jobs.
+func whyWaiting(hosts []engine.HostSnapshot) string {
+	var first *engine.HostSnapshot
+	n := 0
+	for i := range hosts {
+		h := &hosts[i]
+		if h.Queued == 0 {
+			continue
+		}
+		n++
+		switch {
+		case first == nil:
+			first = h
+		case first.NextDue.IsZero() && !h.NextDue.IsZero(), !h.NextDue.IsZero() && h.NextDue.Before(first.NextDue):
+			first = h
+		}
+	}
+	if first == nil || first.Waiting == engine.WaitReady {
+		return "" // about to go: nothing to explain
+	}
+	in := func(d time.Duration) string { return max(d, 0).Round(time.Second).String() }
+	next := ""
+	if !first.NextDue.IsZero() {
+		next = ", next request in " + in(first.NextDue.Sub(first.At))
+	}
+	var what string
+	switch first.Waiting {
+	case engine.WaitBreaker:
+		what = "breaker open, probe in " + in(first.HalfOpenIn)
+		if first.ProbeOut {
+			what = "breaker half-open, its probe out"
+		}
+	case engine.WaitGate:
+		what = fmt.Sprintf("backing off (level %d%s)", first.Level, next)
+	case engine.WaitPaused:
+		what = "paused"
+		if first.PauseReason != "" {
+			what += ": " + first.PauseReason
+		}
+	case engine.WaitToken:
+		what = "rate limit" + next
+	case engine.WaitRetryDelay:
+		what = "retry delay" + next
+	case engine.WaitJitter:
+		what = "spacing between requests" + next
+	default:
+		what = first.Waiting.String() + next
+	}
+	s := first.Host + ": " + what
+	if n > 1 {
+		s += fmt.Sprintf(" (%d hosts wait)", n)
+	}
+	return s
 }
 
 // bar renders one download as a line: host, a bar, percent, speed, URL.
