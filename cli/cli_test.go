@@ -183,7 +183,7 @@ func TestMain_HostEditsArePersisted(t *testing.T) {
 	assert.Equal(t, h.Tunables.RecoveryTimeout, h.HalfOpenAt.Sub(*h.OpenedAt))
 	code, out, stderr = run(t, "", "hosts", "--db", db)
 	require.Equal(t, ExitOK, code, stderr)
-	assert.Regexp(t, `example\.com\s+paused \(paused from the command line\)\s+0\s+probe in \d+s\s+open`, out)
+	assert.Regexp(t, `example\.com\s+paused \(paused from the command line\)\s+0\s+probe in \d+s\s+open\s+6/min, burst 2, \d+ at once`, out)
 
 	// heed host --json prints the same shape as a line of heed hosts --json,
 	// with the tunables in effect.

@@ -152,7 +152,7 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tQUEUED\tDONE\tFAILED\tLAST")
+	fmt.Fprintln(tw, "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tRATE\tQUEUED\tDONE\tFAILED\tLAST")
 	now := time.Now()
 	for _, l := range lines {
 		state, wait := "running", ""
@@ -174,7 +174,11 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 				state += " (" + l.PauseReason + ")"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%d\t%d\t%d\n", l.Host, state, l.Level, wait, l.Breaker,
+		rate := "default"
+		if l.Tunables != nil { // its own, set with heed host HOST --rate …
+			rate = fmt.Sprintf("%.4g/min, burst %d, %d at once", l.Tunables.RatePerMin, l.Tunables.Burst, l.Tunables.MaxInflight)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", l.Host, state, l.Level, wait, l.Breaker, rate,
 			l.Jobs["queued"], l.Jobs["done"], l.Jobs["failed"], l.LastStatus)
 	}
 	tw.Flush()
