@@ -49,8 +49,17 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitUnusable
 	}
+	unnamed, err := db.UnnamedIDs(ctx)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Host, j.Attempts, j.Bytes, j.File, j.URL, j.LastError)
+		file := j.File
+		if unnamed[j.ID] { // Heed stopped between recording it done and naming its file
+			file += " (not named yet: the next heed get names it)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Host, j.Attempts, j.Bytes, file, j.URL, j.LastError)
 	}
 	tw.Flush()
 	return ExitOK

@@ -776,7 +776,9 @@ func (e *Engine) complete(batch []finishing) {
 	// Done and the final name are on disk before the part takes that name
 	// (J3): a crash in between leaves the name for the next start to give
 	// (see nameLeftovers), instead of a file nothing records, which the
-	// next run would fetch again beside it.
+	// next run would fetch again beside it. A batch is up to finishLinger
+	// of finished downloads, so after a crash hundreds may wait for their
+	// names; until the next start, heed jobs lists them as unnamed.
 	errs, err := e.store.FinishJobs(context.Background(), done)
 	if err != nil {
 		// Nothing was recorded: the jobs stay active, to be queued again

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -197,15 +198,44 @@ type jobLine struct {
 	Attempts  int    `json:"attempts"`
 	Throttled int    `json:"throttled"`
 	LastError string `json:"last_error"`
+	// Unnamed is set on a done job whose file has yet to take its name (see Unnamed): Heed
+	// stopped (a crash) between recording it done and naming it, and its next start names it,
+	// or fetches it again if its bytes went with the crash.
+	Unnamed bool `json:"unnamed,omitempty"`
 }
 
 // ExportJobsJSON writes the jobs matching f in id order, one JSON object per line with the fields
-// of SPEC §9: id, url, host, state, file, bytes, sha256, attempts, throttled, last_error.
+// of SPEC §9: id, url, host, state, file, bytes, sha256, attempts, throttled, last_error (and
+// unnamed, true, on a done job whose file has yet to take its name).
 func (db *DB) ExportJobsJSON(ctx context.Context, w io.Writer, f JobFilter) error {
+	unnamed, err := db.UnnamedIDs(ctx)
+	if err != nil {
+		return err
+	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	return db.forEachJob(ctx, f, func(j Job) error {
 		return enc.Encode(jobLine{ID: j.ID, URL: j.URL, Host: j.Host, State: j.State, File: j.File,
-			Bytes: j.Bytes, SHA256: j.SHA256, Attempts: j.Attempts, Throttled: j.Throttled, LastError: j.LastError})
+			Bytes: j.Bytes, SHA256: j.SHA256, Attempts: j.Attempts, Throttled: j.Throttled, LastError: j.LastError,
+			Unnamed: unnamed[j.ID]})
 	})
+}
+
+// UnnamedIDs returns the jobs of Unnamed, as a set: done, their files yet to take their names.
+// It is empty but right after a crash, until the next start (engine) names them.
+func (db *DB) UnnamedIDs(ctx context.Context) (map[int64]bool, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT job_id FROM naming`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+	}
+	defer rows.Close()
+	ids := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
 }

@@ -180,3 +180,28 @@ func TestExportJobsJSON_S9_Fields(t *testing.T) {
 		"bytes": 1.0, "sha256": "aa", "attempts": 1.0, "throttled": 0.0, "last_error": "",
 	}, m)
 }
+
+// A done job whose file has yet to take its name (a crash between the two) says so, until it has
+// its name.
+func TestExportJobsJSON_UnnamedUntilNamed(t *testing.T) {
+	db, _ := openTest(t)
+	id := jobIn(t, db, "https://a.example/f", StateActive)
+	_, err := db.FinishJobs(bg, []Finish{{Attempt: Attempt{JobID: id, URL: "https://a.example/f", Host: "a.example",
+		Attempt: 1, StartedAt: time.Unix(1_800_000_000, 0), Outcome: "ok", Bytes: 3},
+		Done: Done{File: "f", Bytes: 3, SHA256: "abc", Status: 200, Held: true}}})
+	require.NoError(t, err)
+	line := func() map[string]any {
+		var buf bytes.Buffer
+		require.NoError(t, db.ExportJobsJSON(bg, &buf, JobFilter{}))
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
+		return m
+	}
+	m := line()
+	assert.Equal(t, "done", m["state"])
+	assert.Equal(t, true, m["unnamed"])
+	require.NoError(t, db.Named([]Named{{JobID: id}}))
+	require.NoError(t, db.Flush(bg))
+	assert.NotContains(t, line(), "unnamed")
+}
+
