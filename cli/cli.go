@@ -220,7 +220,8 @@ func openDB(env Env, c *common) (*storage.DB, int) {
 
 // openExisting is openDB for the commands that only read (jobs, hosts,
 // history): a database that is not there is reported, not created, so that
-// a mistyped --db does not show an empty list as if nothing were queued.
+// a mistyped --db does not show an empty list as if nothing were queued;
+// and one that another Heed is running on is opened for reading only.
 func openExisting(env Env, c *common) (*storage.DB, int) {
 	path, err := DBPath(c.db)
 	if err != nil {
@@ -231,7 +232,18 @@ func openExisting(env Env, c *common) (*storage.DB, int) {
 		fmt.Fprintf(env.Stderr, "heed: no database at %s (heed add or heed get creates it)\n", path)
 		return nil, ExitUnusable
 	}
-	return openDB(env, c)
+	db, err := storage.Open(path)
+	if errors.Is(err, storage.ErrLocked) {
+		// A heed get or the window is running on it: list what it has committed.
+		if db, err = storage.OpenReader(path); err == nil {
+			fmt.Fprintf(env.Stderr, "heed: another Heed is running on %s: listing it as of now\n", path)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return nil, ExitUnusable
+	}
+	return db, ExitOK
 }
 
 // downloadDir returns the download folder (the current folder by default,

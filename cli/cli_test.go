@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"heed/engine"
+	"heed/storage"
 )
 
 // run calls Main in-process and returns the exit code, stdout and stderr.
@@ -83,6 +84,33 @@ func TestMain_ListingAMissingDatabaseExit3(t *testing.T) {
 		assert.Empty(t, out, cmd)
 		assert.NoDirExists(t, filepath.Join(dir, "typo"), cmd)
 	}
+}
+
+// While another Heed runs on the database (a heed get, the window), jobs,
+// hosts and history list what it has committed; changing it is still
+// refused (S6).
+func TestMain_ListingBesideARunningHeed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "add", "--db", path, "http://example.com/a", "http://example.com/b")
+	require.Equal(t, ExitOK, code, stderr)
+	holder, err := storage.Open(path)
+	require.NoError(t, err)
+	defer holder.Close()
+
+	code, out, stderr := run(t, "", "jobs", "--db", path, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, 2, strings.Count(out, "\n"))
+	assert.Contains(t, stderr, "another Heed is running on "+path)
+	for _, args := range [][]string{{"hosts"}, {"history", "--csv"}, {"jobs", "--state", "queued"}} {
+		code, _, stderr := run(t, "", append(args, "--db", path)...)
+		assert.Equal(t, ExitOK, code, "%v: %s", args, stderr)
+	}
+	code, _, stderr = run(t, "", "add", "--db", path, "http://example.com/c")
+	assert.Equal(t, ExitUnusable, code)
+	assert.Contains(t, stderr, "in use by another Heed")
+	code, _, stderr = run(t, "", "host", "--db", path, "example.com", "--pause")
+	assert.Equal(t, ExitUnusable, code)
+	assert.Contains(t, stderr, "in use by another Heed")
 }
 
 // --host of jobs and history names a host as heed host does: any spelling

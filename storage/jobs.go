@@ -248,6 +248,9 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 // in its slot. The jobs are returned as they stand once active. Their rows read as queued until
 // the next commit, which a background write brings within backgroundLinger.
 func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
+	if db.reader {
+		return nil, ErrReadOnly
+	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {

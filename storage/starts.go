@@ -133,6 +133,9 @@ func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 
 // hasPending reports whether any start is logged and not yet applied.
 func (l *startLog) hasPending() bool {
+	if l == nil { // a database opened with OpenReader has no start log
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.pending) > 0
@@ -140,6 +143,9 @@ func (l *startLog) hasPending() bool {
 
 // isPending reports whether job's start is logged and not yet applied.
 func (l *startLog) isPending(job int64) bool {
+	if l == nil {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, ok := l.pending[job]

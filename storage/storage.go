@@ -77,6 +77,8 @@ var (
 	ErrUnreadable = errors.New("database file cannot be opened for reading and writing")
 	// ErrSchemaTooNew means the database was written by a newer Heed than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this Heed understands")
+	// ErrReadOnly is what a write to a database opened with OpenReader returns.
+	ErrReadOnly = errors.New("database is open read-only: another Heed is running on it")
 )
 
 // Errors returned by reads and writes.
@@ -158,6 +160,7 @@ type DB struct {
 	prepared map[string]*sql.Stmt // the writer's statements, prepared once on wc
 	mu       sync.RWMutex         // guards closed against sends on ops
 	closed   bool
+	reader   bool // opened with OpenReader: queries only
 	done     chan struct{}
 	batchMax int
 
@@ -224,6 +227,58 @@ func Open(path string, opts ...Option) (*DB, error) {
 	db, err := open(abs, o)
 	if err != nil {
 		return nil, &OpenError{Path: abs, Err: err}
+	}
+	return db, nil
+}
+
+// OpenReader opens the existing Heed database at path for queries only, while another Heed may be
+// running on it (heed jobs beside a heed get): it takes no lock, migrates nothing and recovers
+// nothing, and its writes fail with ErrReadOnly. What it reads is the database as last committed:
+// a job whose start is only in the start log (see startLog) still reads as queued. A database of
+// another schema version than this Heed's is refused. Every error is an *OpenError naming the file.
+func OpenReader(path string) (*DB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, &OpenError{Path: path, Err: err}
+	}
+	db, err := openReader(abs)
+	if err != nil {
+		return nil, &OpenError{Path: abs, Err: err}
+	}
+	return db, nil
+}
+
+func openReader(path string) (_ *DB, err error) {
+	if err := checkHeader(path); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	db := &DB{path: path, reader: true, log: slog.New(slog.DiscardHandler), now: time.Now}
+	defer func() {
+		if err != nil {
+			db.closeHandles()
+		}
+	}()
+	if db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000")); err != nil {
+		return nil, err
+	}
+	db.r.SetMaxOpenConns(2)
+	ctx := context.Background()
+	if err := checkIdentity(ctx, db.r); err != nil {
+		return nil, classify(err)
+	}
+	v, err := schemaVersion(ctx, db.r)
+	if err != nil {
+		return nil, classify(err)
+	}
+	switch {
+	case v > len(migrations):
+		return nil, fmt.Errorf("%w (version %d, this Heed knows up to %d)", ErrSchemaTooNew, v, len(migrations))
+	case v < len(migrations):
+		return nil, fmt.Errorf("%w: its schema is version %d, this Heed's %d: the Heed running on it is another version",
+			ErrUnreadable, v, len(migrations))
 	}
 	return db, nil
 }
@@ -439,6 +494,15 @@ func (db *DB) Recovered() int64 { return db.recovered }
 // It returns the errors of background writes not yet reported by Flush. Calling Close again
 // returns ErrClosed.
 func (db *DB) Close() error {
+	if db.reader {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		if db.closed {
+			return ErrClosed
+		}
+		db.closed = true
+		return db.closeHandles()
+	}
 	if db.starts.hasPending() {
 		// Every start logged is applied before the last commit; an error here is the
 		// writer's, reported below.

@@ -311,3 +311,46 @@ func TestOpen_RELIABILITY33_WalAndShmPresentAtStart(t *testing.T) {
 		assert.Equal(t, StateQueued, j.State)
 	}
 }
+
+// S6 with a reader: while one Heed holds the database, another may open it for queries only
+// (heed jobs beside a heed get). It sees what was committed, takes no lock, and cannot write.
+func TestOpenReader_S6_QueriesBesideTheHolder(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	_, err := Open(path)
+	require.ErrorIs(t, err, ErrLocked, "a second writer is still refused")
+
+	r, err := OpenReader(path)
+	require.NoError(t, err)
+	jobs, err := r.JobsPage(bg, JobFilter{})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2)
+	counts, err := r.CountsByHost(bg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), counts["a.example"][StateQueued])
+
+	// The holder goes on writing; the reader sees each commit.
+	_, err = db.SetJobState(bg, ids[:1], StatePaused)
+	require.NoError(t, err)
+	jobs, err = r.JobsPage(bg, JobFilter{State: StatePaused})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 1)
+
+	_, err = r.Enqueue(bg, []NewJob{{URL: "https://a.example/3", Host: "a.example"}})
+	assert.ErrorIs(t, err, ErrReadOnly)
+	_, err = r.StartJobs(bg, ids)
+	assert.ErrorIs(t, err, ErrReadOnly)
+	require.NoError(t, r.Close())
+	assert.ErrorIs(t, r.Close(), ErrClosed)
+
+	j, err := db.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State, "the holder is unharmed")
+
+	_, err = OpenReader(filepath.Join(t.TempDir(), "missing.db"))
+	assert.ErrorIs(t, err, ErrUnreadable)
+	notDB := filepath.Join(t.TempDir(), "notes.txt")
+	require.NoError(t, os.WriteFile(notDB, []byte("not a database at all, just notes"), 0o644))
+	_, err = OpenReader(notDB)
+	assert.ErrorIs(t, err, ErrNotDatabase)
+}

@@ -200,6 +200,9 @@ func (db *DB) takeAsyncErr() error {
 // submit hands o to the writer. With o.done set it waits for the commit and returns its error;
 // if ctx ends first, it returns ctx.Err() and the write may or may not have been committed.
 func (db *DB) submit(ctx context.Context, o op) error {
+	if db.reader {
+		return ErrReadOnly
+	}
 	db.mu.RLock()
 	if db.closed {
 		db.mu.RUnlock()
