@@ -347,7 +347,7 @@ func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 	p.mu.Lock()
 	quietFor := time.Since(p.said)
 	p.mu.Unlock()
-	if len(active) > 0 || (!p.env.Interactive && quietFor < waitEvery) {
+	if len(active) > 0 || (!p.env.Interactive && (p.quiet || quietFor < waitEvery)) {
 		p.mu.Lock()
 		p.waiting = ""
 		p.mu.Unlock()
@@ -357,7 +357,7 @@ func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting = why
-	if !p.env.Interactive && why != "" {
+	if !p.env.Interactive && !p.quiet && why != "" {
 		fmt.Fprintf(p.writer(), "waiting  %s\n", why)
 		p.said = time.Now()
 	}
