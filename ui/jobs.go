@@ -81,6 +81,7 @@ func newJobsView(w *Window) *jobsView {
 	jv.table.OnSelected = func(id widget.TableCellID) {
 		if id.Row >= 0 && id.Row < len(jv.rows) {
 			jv.selected = jv.rows[id.Row].rec.ID
+			jv.enableActions()
 		}
 	}
 	jv.state = widget.NewSelect([]string{"all", "queued", "active", "paused", "done", "failed", "cancelled"}, nil)
@@ -101,7 +102,40 @@ func newJobsView(w *Window) *jobsView {
 		container.NewHBox(jv.prev, jv.pageInfo, jv.next), jv.host)
 	actions := container.NewHBox(jv.pause, jv.resume, jv.cancel, jv.retry, layoutSpacer(), jv.folder)
 	jv.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, jv.table)
+	jv.enableActions()
 	return jv
+}
+
+// keepSelection follows the selected job to its row in a page just read,
+// or, when the page no longer shows it (cancelled out of the filter, another
+// page), selects nothing: the actions act on the job the highlight is on,
+// never on one off screen.
+func (jv *jobsView) keepSelection() {
+	row := -1
+	for i := range jv.rows {
+		if jv.rows[i].rec.ID == jv.selected {
+			row = i
+			break
+		}
+	}
+	if row < 0 {
+		jv.selected = 0
+		jv.table.UnselectAll()
+	} else {
+		jv.table.Select(widget.TableCellID{Row: row, Col: 1})
+	}
+	jv.enableActions()
+}
+
+// enableActions enables the job actions while a job is selected.
+func (jv *jobsView) enableActions() {
+	for _, b := range []*widget.Button{jv.pause, jv.resume, jv.cancel, jv.retry} {
+		if jv.selected == 0 {
+			b.Disable()
+		} else {
+			b.Enable()
+		}
+	}
 }
 
 func (jv *jobsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
@@ -206,6 +240,7 @@ func (jv *jobsView) reload() {
 				return
 			}
 			jv.rows = rows
+			jv.keepSelection()
 			jv.pageInfo.SetText(fmt.Sprintf("page %d", page))
 			jv.table.Refresh()
 		})

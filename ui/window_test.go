@@ -440,6 +440,41 @@ func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
 	assert.Equal(t, "paused by you", h.w.jobs.rows[1].why)
 }
 
+// U5: the actions act on the job the highlight is on. A job that leaves the
+// page (cancelled out of a "queued" filter) is no longer selected, and the
+// actions are off until another is: they never act on a job off screen.
+func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://s.example/1 https://s.example/2 https://s.example/3")
+	h.eng.Core().PauseHost("s.example", "user")
+	h.w.jobs.state.SetSelected("queued")
+	h.w.bg.Wait()
+	require.Len(t, h.w.jobs.rows, 3)
+	assert.True(t, h.w.jobs.cancel.Disabled(), "nothing selected, nothing to act on")
+	first := h.w.jobs.rows[0].rec.ID
+	h.w.jobs.table.Select(widget.TableCellID{Row: 0, Col: 1})
+	require.False(t, h.w.jobs.cancel.Disabled())
+	test.Tap(h.w.jobs.cancel)
+	h.w.bg.Wait()
+	require.Len(t, h.w.jobs.rows, 2, "the cancelled job left the queued filter")
+	assert.Zero(t, h.w.jobs.selected)
+	assert.True(t, h.w.jobs.cancel.Disabled())
+	test.Tap(h.w.jobs.cancel) // does nothing: no job is selected
+	h.w.bg.Wait()
+	left, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
+	require.NoError(t, err)
+	assert.Len(t, left, 2)
+
+	// A selected job still on the page stays selected at its new row.
+	second := h.w.jobs.rows[1].rec.ID
+	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
+	h.w.jobs.state.SetSelected("all")
+	h.w.bg.Wait()
+	require.Len(t, h.w.jobs.rows, 3)
+	assert.Equal(t, second, h.w.jobs.selected)
+	assert.NotEqual(t, first, h.w.jobs.selected)
+}
+
 // U5, R5: Resume, Cancel and Retry act on the selected job through the engine.
 func TestJobs_U5_ResumeCancelRetrySelected(t *testing.T) {
 	h := newHarness(t)
