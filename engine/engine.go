@@ -112,6 +112,16 @@ type activeJob struct {
 
 func (a *activeJob) setSize(n int64) { a.size.Store(n) }
 
+// bodyStarts notes that a body begins at byte offset: below StartBytes, the
+// server would not resume (or the file changed) and the download starts
+// over, so its speed is measured from offset and now, not from bytes no
+// longer on disk (which made it negative).
+func (a *Active) bodyStarts(offset int64, now time.Time) {
+	if offset < a.StartBytes {
+		a.StartBytes, a.Started = offset, now
+	}
+}
+
 // Active describes a download in progress, for the window and the CLI.
 type Active struct {
 	JobID   int64
@@ -961,6 +971,9 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *acti
 	}}
 	req.Started = func(r fetch.Result) {
 		a.setSize(r.Size)
+		e.mu.Lock()
+		a.info.bodyStarts(r.Bytes, time.Now())
+		e.mu.Unlock()
 		notes.started(Resume{Part: r.Part, Bytes: r.Bytes, Size: r.Size, ETag: r.ETag, LastModified: r.LastModified})
 	}
 	var lastBeat time.Time
