@@ -448,8 +448,8 @@ func (hv *hostsView) apply(u hostUpdate) {
 	}
 	if hv.selected != "" {
 		hv.updateToolbar()
-		if u.events {
-			hv.loadEvents()
+		if len(u.events) > 0 {
+			hv.addEvents(u.events)
 		}
 	}
 }
@@ -555,8 +555,7 @@ func (hv *hostsView) act(f func(host string)) {
 	}
 	f(hv.selected)
 	hv.updateToolbar()
-	hv.w.refreshSoon()
-	hv.loadEvents()
+	hv.w.refreshSoon() // its event comes with the next update (addEvents)
 }
 
 func (hv *hostsView) onEdit() {
@@ -579,11 +578,30 @@ func (hv *hostsView) onFollowDefaults() {
 	hv.w.refreshSoon()
 }
 
+// addEvents puts events of the selected host, as the engine reports them
+// (oldest first), at the top of its timeline: at once, not when the
+// database has them, which a read right after a click could miss (a pause,
+// a trip by the person).
+func (hv *hostsView) addEvents(evs []engine.Event) {
+	top := make([]engine.Event, 0, len(evs)+len(hv.events))
+	for i := len(evs) - 1; i >= 0; i-- {
+		top = append(top, evs[i])
+	}
+	hv.events = append(top, hv.events...)
+	if len(hv.events) > timelineLen {
+		hv.events = hv.events[:timelineLen]
+	}
+	hv.timeline.Refresh()
+}
+
+// timelineLen is how many events the timeline shows.
+const timelineLen = 200
+
 // loadEvents reads the selected host's timeline off the Fyne thread.
 func (hv *hostsView) loadEvents() {
 	host := hv.selected
 	hv.w.background(func() {
-		evs, err := hv.w.eng.HostEvents(bgCtx, host, 200)
+		evs, err := hv.w.eng.HostEvents(bgCtx, host, timelineLen)
 		fyne.Do(func() {
 			if hv.selected != host {
 				return

@@ -80,7 +80,7 @@ type hostUpdate struct {
 	series  *series  // the selected host's chart, nil when none
 	opened  []string // hosts whose breaker opened since the last tick
 	drained bool     // every queued job has finished since the last tick
-	events  bool     // the selected host has new timeline events
+	events  []engine.Event // the selected host's new timeline events, oldest first
 }
 
 // poller turns engine snapshots into hostUpdates. It runs on its own
@@ -194,7 +194,7 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 	}
 	for _, e := range events {
 		if e.Host == selected {
-			u.events = true
+			u.events = append(u.events, e)
 		}
 	}
 

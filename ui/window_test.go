@@ -366,6 +366,24 @@ func TestHosts_U3_BreakerActionsAndTimeline(t *testing.T) {
 	assert.Equal(t, len(h.w.hosts.events), h.w.hosts.timeline.Length())
 }
 
+// U3: the person's own actions show in the timeline with the next update,
+// before the database has them (a read right after the click missed them,
+// and a host with nothing else going on never showed them).
+func TestHosts_U3_OwnActionsShowAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://idle.example/1")
+	h.w.hosts.setSelected("idle.example")
+	h.w.bg.Wait()
+	before := len(h.w.hosts.events)
+	test.Tap(h.w.hosts.tripBtn)
+	test.Tap(h.w.hosts.pauseBtn)
+	h.w.tickNow(time.Now())
+	require.Len(t, h.w.hosts.events, before+2)
+	assert.Equal(t, "pause", h.w.hosts.events[0].Kind.String(), "newest first")
+	assert.Equal(t, "trip", h.w.hosts.events[1].Kind.String())
+	assert.Equal(t, len(h.w.hosts.events), h.w.hosts.timeline.Length())
+}
+
 func TestChart_U3_RecordsStartsThrottlesAndGate(t *testing.T) {
 	h := newHarness(t)
 	core := h.eng.Core()
