@@ -39,7 +39,8 @@ type Options struct {
 	// BandwidthBytesPerSec caps download bytes per second (L2, 0 = off).
 	BandwidthBytesPerSec int64
 	// SavedLimits starts with the global limits last saved with SetLimits
-	// (the window's), instead of the two fields above.
+	// (the window's), instead of the two fields above, and with everything
+	// paused if SetPausedAll last paused it.
 	SavedLimits bool
 	// MaxSize is an optional cap on one file's size (F8, 0 = none).
 	MaxSize int64
@@ -205,6 +206,15 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		Seed:                 opt.Seed,
 		OnEvent:              e.onEvent,
 	})
+	if opt.SavedLimits {
+		paused, err := store.Setting(ctx, pausedAllKey)
+		if err != nil {
+			return nil, fmt.Errorf("loading whether everything was paused: %w", err)
+		}
+		if paused == "true" {
+			e.core.PauseAll()
+		}
+	}
 	fc := opt.Fetch
 	fc.Dir, fc.Version, fc.UserAgent = opt.Dir, opt.Version, opt.UserAgent
 	owner, err := store.Setting(ctx, identityKey)
@@ -1580,6 +1590,23 @@ func (e *Engine) SetLimits(ctx context.Context, l Limits) error {
 		return err
 	}
 	return e.store.SetSetting(ctx, limitsKey, string(b))
+}
+
+// pausedAllKey is the setting that says everything was paused (U7).
+const pausedAllKey = "paused_all"
+
+// SetPausedAll pauses or resumes everything at once (U7), and saves it for
+// the next start with Options.SavedLimits: a window closed while everything
+// was paused opens with everything paused, as it was left.
+func (e *Engine) SetPausedAll(ctx context.Context, paused bool) error {
+	v := ""
+	if paused {
+		e.core.PauseAll()
+		v = "true"
+	} else {
+		e.core.ResumeAll()
+	}
+	return e.store.SetSetting(ctx, pausedAllKey, v)
 }
 
 // SetDefaults changes the tunables of every host that has none of its own,

@@ -523,6 +523,26 @@ func TestEngine_L2_LimitsSetLiveAndSaved(t *testing.T) {
 	assert.Equal(t, engine.Limits{RatePerSec: 7}, r.eng.Limits(), "the command line's own")
 }
 
+// U7: Pause all is remembered for the next start of the window, as the
+// person left it; the command line starts as it always did.
+func TestEngine_U7_PauseAllRemembered(t *testing.T) {
+	r := newRig(t, engine.Options{})
+	require.NoError(t, r.eng.SetPausedAll(context.Background(), true))
+	assert.True(t, r.eng.Core().Stats().PausedAll)
+	r.close()
+	r.open(engine.Options{SavedLimits: true})
+	assert.True(t, r.eng.Core().Stats().PausedAll, "the window opens with everything paused")
+	r.close()
+	r.open(engine.Options{})
+	assert.False(t, r.eng.Core().Stats().PausedAll, "heed get does not read the window's state")
+	r.close()
+	r.open(engine.Options{SavedLimits: true})
+	require.NoError(t, r.eng.SetPausedAll(context.Background(), false))
+	r.close()
+	r.open(engine.Options{SavedLimits: true})
+	assert.False(t, r.eng.Core().Stats().PausedAll, "resumed, and remembered so")
+}
+
 // G2, G10: a host's pacing outlives the run through the database: `heed
 // get` run once per URL at 60 requests a minute, burst 1, sends the second
 // request a second after the first, not at once with a fresh bucket.

@@ -328,13 +328,19 @@ func (w *Window) onTab() {
 }
 
 // onPauseAll pauses or resumes every host at once (U7).
+// It is remembered for the next start.
 func (w *Window) onPauseAll() {
-	if w.eng.Core().Stats().PausedAll {
-		w.eng.Core().ResumeAll()
-	} else {
-		w.eng.Core().PauseAll()
-	}
-	w.refreshSoon()
+	pause := !w.eng.Core().Stats().PausedAll
+	eng := w.eng
+	w.background(func() {
+		err := eng.SetPausedAll(bgCtx, pause)
+		fyne.Do(func() {
+			if err != nil {
+				w.status.SetText("cannot save that everything is paused: " + err.Error())
+			}
+			w.refreshSoon()
+		})
+	})
 }
 
 // openFolder opens the download folder in the desktop's file manager.

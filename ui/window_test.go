@@ -525,6 +525,22 @@ func TestJobs_U5_ResumeCancelRetrySelected(t *testing.T) {
 	}
 }
 
+// U7: Pause all pauses everything, and is saved for the next start.
+func TestWindow_U7_PauseAllSaved(t *testing.T) {
+	h := newHarness(t)
+	test.Tap(h.w.pauseAllBtn)
+	h.w.bg.Wait()
+	assert.True(t, h.eng.Core().Stats().PausedAll)
+	v, err := h.db.GetSetting(context.Background(), "paused_all")
+	require.NoError(t, err)
+	assert.Equal(t, "true", v)
+	h.w.tickNow(time.Now())
+	assert.Equal(t, "Resume all", h.w.pauseAllBtn.Text)
+	test.Tap(h.w.pauseAllBtn)
+	h.w.bg.Wait()
+	assert.False(t, h.eng.Core().Stats().PausedAll)
+}
+
 func TestWindow_U7_SizeRemembered(t *testing.T) {
 	h := newHarness(t)
 	h.w.win.Resize(fyne.NewSize(900, 600))
