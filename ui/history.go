@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"strconv"
 	"strings"
+	"time"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
@@ -115,7 +116,7 @@ func (hv *historyView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 5:
 		c.setBadge(a.Outcome, outcomeColour(a.Outcome))
 	case 6:
-		c.setText(fmtDur(a.Duration), false)
+		c.setText(fmtTook(a.Duration), false)
 	case 7:
 		c.setText(fmtBytes(a.Bytes), a.Bytes == 0)
 	case 8:
@@ -222,3 +223,16 @@ func (hv *historyView) exportTo(wc fyne.URIWriteCloser) {
 		})
 	})
 }
+
+// fmtTook shows how long a request took: in milliseconds below a second,
+// where most are (fmtDur's tenths of a second showed them all as 0.0s).
+func fmtTook(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms"
+	case d < time.Second:
+		return strconv.Itoa(int(d/time.Millisecond)) + " ms"
+	}
+	return fmtDur(d)
+}
+

@@ -659,3 +659,15 @@ func collectTexts(o fyne.CanvasObject, out *[]string) {
 		}
 	}
 }
+
+// U6: a request's time in History is in milliseconds below a second.
+func TestHistory_U6_TookInMilliseconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		900 * time.Microsecond:  "0.9 ms",
+		37 * time.Millisecond:   "37 ms",
+		999 * time.Millisecond:  "999 ms",
+		2500 * time.Millisecond: "2.5s",
+	} {
+		assert.Equal(t, want, fmtTook(d), d.String())
+	}
+}
