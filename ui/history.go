@@ -235,4 +235,3 @@ func fmtTook(d time.Duration) string {
 	}
 	return fmtDur(d)
 }
-

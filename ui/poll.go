@@ -77,9 +77,9 @@ type hostUpdate struct {
 	changed []bool  // by snap index: differs from the previous tick
 	counts  map[string]map[engine.JobState]int64
 	stats   engine.Stats
-	series  *series  // the selected host's chart, nil when none
-	opened  []string // hosts whose breaker opened since the last tick
-	drained bool     // every queued job has finished since the last tick
+	series  *series        // the selected host's chart, nil when none
+	opened  []string       // hosts whose breaker opened since the last tick
+	drained bool           // every queued job has finished since the last tick
 	events  []engine.Event // the selected host's new timeline events, oldest first
 }
 
