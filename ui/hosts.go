@@ -130,6 +130,9 @@ func hostState(s *engine.HostSnapshot) (string, color.NRGBA) {
 	case stRunning:
 		return "running", colRunning
 	case stHalfOpen:
+		if !s.ProbeOut {
+			return "half-open (next request probes)", colHalfOpen
+		}
 		return "probing (half-open)", colHalfOpen
 	case stIdle:
 		return "idle (nothing queued)", colIdle
@@ -517,9 +520,22 @@ func (hv *hostsView) updateToolbar() {
 	if !s.OwnTunables {
 		hv.followBtn.Disable()
 	}
+	// Each breaker control only where it does something (B5).
+	if s.Breaker != engine.Open {
+		hv.probeBtn.Disable()
+	}
+	if s.Breaker == engine.Closed {
+		hv.resetBtn.Disable()
+	}
+	if s.Breaker == engine.Open {
+		hv.tripBtn.Disable()
+	}
 	state, _ := hostState(&s)
 	br, _ := breakerBadge(&s)
 	text := s.Host + " — " + state + ", breaker " + br
+	if rank := stateRank(&s); rank == stOpen || rank == stHalfOpen {
+		text = s.Host + " — breaker " + br // the state says no more than the breaker
+	}
 	if s.Paused && s.PauseReason != "" {
 		text += " — " + s.PauseReason
 	}

@@ -366,6 +366,25 @@ func TestHosts_U3_BreakerActionsAndTimeline(t *testing.T) {
 	assert.Equal(t, len(h.w.hosts.events), h.w.hosts.timeline.Length())
 }
 
+// B5, U3: each breaker control is on only where it does something, and the
+// label says the breaker's state once.
+func TestHosts_B5_BreakerControlsOnlyWhereTheyAct(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://c.example/1")
+	h.w.hosts.setSelected("c.example")
+	hv := h.w.hosts
+	assert.True(t, hv.probeBtn.Disabled(), "closed: nothing to probe")
+	assert.True(t, hv.resetBtn.Disabled(), "closed: nothing to reset")
+	assert.False(t, hv.tripBtn.Disabled())
+	test.Tap(hv.tripBtn)
+	assert.False(t, hv.probeBtn.Disabled())
+	assert.False(t, hv.resetBtn.Disabled())
+	assert.True(t, hv.tripBtn.Disabled(), "open already")
+	assert.Regexp(t, `^c\.example — breaker open · half-open in \d+(\.\d)?s$`, hv.selLabel.Text)
+	test.Tap(hv.probeBtn)
+	assert.Contains(t, hv.selLabel.Text, "half-open")
+}
+
 // U3: the person's own actions show in the timeline with the next update,
 // before the database has them (a read right after the click missed them,
 // and a host with nothing else going on never showed them).
