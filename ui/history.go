@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"fmt"
 	"image/color"
 	"strconv"
 	"strings"
@@ -186,7 +185,7 @@ func (hv *historyView) reload() {
 				return
 			}
 			hv.rows = rows
-			hv.info.SetText(fmt.Sprintf("page %d", page))
+			hv.info.SetText(pageText(page, len(hv.rows), "attempts"))
 			hv.table.Refresh()
 		})
 	})

@@ -241,7 +241,7 @@ func (jv *jobsView) reload() {
 			}
 			jv.rows = rows
 			jv.keepSelection()
-			jv.pageInfo.SetText(fmt.Sprintf("page %d", page))
+			jv.pageInfo.SetText(pageText(page, len(jv.rows), "jobs"))
 			jv.table.Refresh()
 		})
 	})
@@ -359,4 +359,16 @@ func fmtBytes(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 	}
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
+}
+
+// pageText is the page label: its number, or that nothing matches the
+// filters, so that an empty table is not taken for one still loading.
+func pageText(page, rows int, what string) string {
+	if rows == 0 {
+		if page == 1 {
+			return "no " + what + " match"
+		}
+		return fmt.Sprintf("page %d: no more %s", page, what)
+	}
+	return fmt.Sprintf("page %d", page)
 }

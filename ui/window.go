@@ -348,6 +348,7 @@ func (w *Window) openFolder() {
 	u := &url.URL{Scheme: "file", Path: w.opt.Dir}
 	if err := w.app.OpenURL(u); err != nil {
 		fyne.LogError("opening the download folder", err)
+		w.status.SetText("cannot open the download folder " + w.opt.Dir + " here (" + err.Error() + "): open it yourself")
 	}
 }
 

@@ -690,3 +690,17 @@ func TestHistory_U6_TookInMilliseconds(t *testing.T) {
 		assert.Equal(t, want, fmtTook(d), d.String())
 	}
 }
+
+// U5, U6: a filter that matches nothing says so.
+func TestJobs_U5_NothingMatchesSaysSo(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://m.example/1")
+	h.w.jobs.state.SetSelected("failed")
+	h.w.bg.Wait()
+	assert.Empty(t, h.w.jobs.rows)
+	assert.Equal(t, "no jobs match", h.w.jobs.pageInfo.Text)
+	h.w.jobs.state.SetSelected("all")
+	h.w.bg.Wait()
+	assert.Equal(t, "page 1", h.w.jobs.pageInfo.Text)
+	assert.Equal(t, "page 3: no more attempts", pageText(3, 0, "attempts"))
+}
