@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -198,8 +199,21 @@ func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine
 	return f
 }
 
-// fail shows why Save was refused; nothing was changed.
+// fail shows why Save was refused, naming fields by their labels (the
+// engine names them by their settings: rate_per_min …); nothing was changed.
 func (f *tunablesForm) fail(err error) {
-	f.errLabel.SetText("Not saved — " + err.Error())
+	f.errLabel.SetText("Not saved — " + fieldLabels.Replace(err.Error()))
 	f.errLabel.Show()
 }
+
+// fieldLabels renames the settings in an error after the form's labels,
+// longest names first, so that retry.max_attempts is not read as retry.max.
+var fieldLabels = func() *strings.Replacer {
+	fields := slices.Clone(tunableFields)
+	slices.SortFunc(fields, func(a, b tunableField) int { return len(b.name) - len(a.name) })
+	var pairs []string
+	for _, fl := range fields {
+		pairs = append(pairs, fl.name, "“"+fl.label+"”")
+	}
+	return strings.NewReplacer(pairs...)
+}()

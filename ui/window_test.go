@@ -170,13 +170,14 @@ func TestEdit_U3_InvalidValueRefusedNothingChanges(t *testing.T) {
 	cases := []struct {
 		name, field, value, msg string
 	}{
-		{"zero rate", "rate_per_min", "0", "rate_per_min"},
-		{"rate not a number", "rate_per_min", "fast", "rate_per_min"},
-		{"rate above bound", "rate_per_min", "700000", "rate_per_min"},
-		{"burst zero", "burst", "0", "burst"},
-		{"bad duration", "backoff_base", "soon", "backoff_base"},
-		{"backoff max below base", "backoff_max", "10ms", "backoff_max"},
-		{"status out of range", "throttle_statuses", "429, 200", "throttle_statuses"},
+		{"zero rate", "rate_per_min", "0", "“Rate (requests/min)”: 0 is out of range"},
+		{"rate not a number", "rate_per_min", "fast", "“Rate (requests/min)”"},
+		{"rate above bound", "rate_per_min", "700000", "“Rate (requests/min)”"},
+		{"burst zero", "burst", "0", "“Burst”"},
+		{"bad duration", "backoff_base", "soon", "“Backoff base”"},
+		{"backoff max below base", "backoff_max", "10ms", "“Backoff max”: 10ms is below “Backoff base”"},
+		{"status out of range", "throttle_statuses", "429, 200", "“Throttle statuses”"},
+		{"attempts out of range", "retry.max_attempts", "300", "“Retry: max attempts”: 300 is out of range"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,7 +238,7 @@ func TestSettings_U7_DefaultsFormSavesThroughEngine(t *testing.T) {
 	f.entries["rate_per_min"].SetText("-1")
 	test.Tap(f.save)
 	h.w.bg.Wait()
-	assert.Contains(t, f.errLabel.Text, "rate_per_min")
+	assert.Contains(t, f.errLabel.Text, "“Rate (requests/min)”")
 	assert.Equal(t, 30.0, h.eng.Core().Defaults().RatePerMin, "an invalid default changes nothing")
 }
 
