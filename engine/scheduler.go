@@ -787,9 +787,10 @@ func (c *Core) SetHostTunables(host string, t Tunables) error {
 	now := c.clock()
 	nowM := c.mono(now)
 	h := c.getHost(host, now)
+	was := h.tun.Tunables
 	h.own = compile(t)
 	h.applyTunables(h.own, now)
-	c.event(h, EventRetune, nowM, fmt.Sprintf("rate %g/min, burst %d, in-flight %d", t.RatePerMin, t.Burst, t.MaxInflight))
+	c.event(h, EventRetune, nowM, retuned(was, t))
 	c.markDirty(h)
 	c.place(h, now, nowM)
 	c.unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -184,3 +185,36 @@ func (s *throttleSet) has(status int) bool {
 	i := status - 400
 	return s[i>>6]&(1<<(i&63)) != 0
 }
+
+// retuned says what a retune changed, for the host's timeline (U3):
+// "recovery timeout 30s → 1m0s, max attempts 5 → 9", or that it changed
+// nothing.
+func retuned(was, now Tunables) string {
+	var out []string
+	diff := func(name string, a, b any) {
+		if x, y := fmt.Sprint(a), fmt.Sprint(b); x != y {
+			out = append(out, name+" "+x+" → "+y)
+		}
+	}
+	diff("rate/min", was.RatePerMin, now.RatePerMin)
+	diff("burst", was.Burst, now.Burst)
+	diff("in flight", was.MaxInflight, now.MaxInflight)
+	diff("jitter", fmt.Sprint(was.JitterMin, "–", was.JitterMax), fmt.Sprint(now.JitterMin, "–", now.JitterMax))
+	diff("backoff base", was.BackoffBase, now.BackoffBase)
+	diff("backoff max", was.BackoffMax, now.BackoffMax)
+	diff("decay after", was.DecayAfter, now.DecayAfter)
+	diff("throttle statuses", was.ThrottleStatuses, now.ThrottleStatuses)
+	diff("max Retry-After", was.MaxRetryAfter, now.MaxRetryAfter)
+	diff("breaker failures", was.FailureThreshold, now.FailureThreshold)
+	diff("recovery timeout", was.RecoveryTimeout, now.RecoveryTimeout)
+	diff("max attempts", was.Retry.MaxAttempts, now.Retry.MaxAttempts)
+	diff("retry", was.Retry.Strategy, now.Retry.Strategy)
+	diff("retry base", was.Retry.Base, now.Retry.Base)
+	diff("retry max", was.Retry.Max, now.Retry.Max)
+	diff("retry jitter", was.Retry.Jitter, now.Retry.Jitter)
+	if len(out) == 0 {
+		return fmt.Sprintf("own settings, as before: rate %g/min, burst %d, in flight %d", now.RatePerMin, now.Burst, now.MaxInflight)
+	}
+	return strings.Join(out, ", ")
+}
+
