@@ -56,6 +56,7 @@ type cell struct {
 	frac     float32
 	button   *widget.Button
 	selected bool
+	full     string // the text as set; text.Text is it cut to the cell's width
 }
 
 func newCell() *cell {
@@ -77,7 +78,7 @@ func newCell() *cell {
 // setText shows s as plain text in the theme's colour (dim for secondary).
 func (c *cell) setText(s string, dim bool) {
 	c.mode = modeText
-	c.text.Text = s
+	c.full, c.text.Text = s, s
 	c.text.TextStyle = fyne.TextStyle{Bold: c.selected}
 	if dim {
 		c.text.Color = theme.Color(theme.ColorNamePlaceHolder)
@@ -91,7 +92,7 @@ func (c *cell) setText(s string, dim bool) {
 // setBadge shows s on a badge of colour bg.
 func (c *cell) setBadge(s string, bg color.NRGBA) {
 	c.mode = modeBadge
-	c.text.Text = s
+	c.full, c.text.Text = s, s
 	c.text.TextStyle = fyne.TextStyle{Bold: true}
 	c.text.Color = inkOn(bg)
 	c.text.Alignment = fyne.TextAlignCenter
@@ -103,7 +104,7 @@ func (c *cell) setBadge(s string, bg color.NRGBA) {
 // are normal and need no attention (a closed breaker, ordinary pacing).
 func (c *cell) setSoftBadge(s string, bg color.NRGBA) {
 	c.mode = modeBadge
-	c.text.Text = s
+	c.full, c.text.Text = s, s
 	c.text.TextStyle = fyne.TextStyle{}
 	c.text.Color = theme.Color(theme.ColorNameForeground)
 	c.text.Alignment = fyne.TextAlignCenter
@@ -115,7 +116,7 @@ func (c *cell) setSoftBadge(s string, bg color.NRGBA) {
 func (c *cell) setBar(frac float64, col color.NRGBA, s string) {
 	c.mode = modeBar
 	c.frac = float32(min(max(frac, 0), 1))
-	c.text.Text = s
+	c.full, c.text.Text = s, s
 	c.text.TextStyle = fyne.TextStyle{Monospace: true}
 	c.text.Color = theme.Color(theme.ColorNameForeground)
 	c.text.Alignment = fyne.TextAlignCenter
@@ -177,6 +178,13 @@ func (r *cellRenderer) Layout(size fyne.Size) {
 		c.text.Move(fyne.NewPos(pad, 0))
 		c.text.Resize(fyne.NewSize(size.Width-pad, size.Height))
 	}
+	if c.mode != modeButton {
+		avail := size.Width - pad
+		if c.mode != modeText {
+			avail = size.Width - 2*pad
+		}
+		c.text.Text = fitText(c.full, avail, c.text.TextSize, c.text.TextStyle)
+	}
 	if c.selected && c.mode != modeBadge {
 		c.bg.FillColor = theme.Color(theme.ColorNameSelection)
 		c.bg.Move(fyne.NewPos(0, 0))
@@ -203,3 +211,24 @@ func (r *cellRenderer) Refresh() {
 
 func (r *cellRenderer) Objects() []fyne.CanvasObject { return r.objects }
 func (r *cellRenderer) Destroy()                     {}
+
+// fitText is s, or its longest start that fits width with "…" after it:
+// canvas text is not clipped, and a long URL or reason ran over the next
+// column.
+func fitText(s string, width, size float32, style fyne.TextStyle) string {
+	if width <= 0 || fyne.MeasureText(s, size, style).Width <= width {
+		return s
+	}
+	r := []rune(s)
+	lo, hi := 0, len(r) // r[:lo]+"…" fits; r[:hi]+"…" does not, or hi is all of it
+	for lo < hi-1 {
+		mid := (lo + hi) / 2
+		if fyne.MeasureText(string(r[:mid])+"…", size, style).Width <= width {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return string(r[:lo]) + "…"
+}
+

@@ -33,8 +33,8 @@ var jobColumns = []struct {
 	title string
 	width float32
 }{
-	{"ID", 70}, {"URL", 330}, {"Host", 160}, {"State", 90}, {"Progress", 150}, {"Speed", 90},
-	{"Attempts", 90}, {"Why waiting / result", 330},
+	{"ID", 70}, {"URL", 330}, {"Host", 160}, {"State", 90}, {"Progress", 170}, {"Speed", 90},
+	{"Attempts", 130}, {"Why waiting / result", 480},
 }
 
 // jobsView is the Jobs tab (U5): a page of jobs with their progress and
@@ -53,6 +53,7 @@ type jobsView struct {
 	cancel   *widget.Button
 	retry    *widget.Button
 	folder   *widget.Button
+	detail   *widget.Label // the selected job's URL and why, whole
 	selected int64
 	pages    []int64 // AfterID of each page before the current one
 	after    int64   // AfterID of the current page
@@ -101,7 +102,10 @@ func newJobsView(w *Window) *jobsView {
 	filters := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("State"), jv.state),
 		container.NewHBox(jv.prev, jv.pageInfo, jv.next), jv.host)
 	actions := container.NewHBox(jv.pause, jv.resume, jv.cancel, jv.retry, layoutSpacer(), jv.folder)
-	jv.content = container.NewBorder(container.NewVBox(filters, actions), nil, nil, nil, jv.table)
+	jv.detail = widget.NewLabel("")
+	jv.detail.Wrapping = fyne.TextWrapWord
+	jv.detail.Selectable = true // to copy a URL, a reason or a SHA-256
+	jv.content = container.NewBorder(container.NewVBox(filters, actions), jv.detail, nil, nil, jv.table)
 	jv.enableActions()
 	return jv
 }
@@ -127,8 +131,20 @@ func (jv *jobsView) keepSelection() {
 	jv.enableActions()
 }
 
-// enableActions enables the job actions while a job is selected.
+// enableActions enables the job actions while a job is selected, and shows
+// that job's URL and why it waits (or its result) whole, below the table,
+// where its cells may cut them.
 func (jv *jobsView) enableActions() {
+	jv.detail.SetText("")
+	for i := range jv.rows {
+		if r := &jv.rows[i]; r.rec.ID == jv.selected {
+			text := fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.rec.URL, r.why)
+			if r.rec.State == engine.JobDone {
+				text = fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.rec.URL, r.rec.File, r.rec.SHA256)
+			}
+			jv.detail.SetText(text)
+		}
+	}
 	for _, b := range []*widget.Button{jv.pause, jv.resume, jv.cancel, jv.retry} {
 		if jv.selected == 0 {
 			b.Disable()

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"fyne.io/fyne/v2"
 	fstorage "fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -503,7 +505,8 @@ func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, left, 2)
 
-	// A selected job still on the page stays selected at its new row.
+	// A selected job still on the page stays selected at its new row, and
+	// its URL and reason are shown whole below the table.
 	second := h.w.jobs.rows[1].rec.ID
 	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
 	h.w.jobs.state.SetSelected("all")
@@ -511,6 +514,21 @@ func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
 	require.Len(t, h.w.jobs.rows, 3)
 	assert.Equal(t, second, h.w.jobs.selected)
 	assert.NotEqual(t, first, h.w.jobs.selected)
+	assert.Contains(t, h.w.jobs.detail.Text, fmt.Sprintf("Job %d: https://s.example/", second))
+	assert.Contains(t, h.w.jobs.detail.Text, "host paused")
+}
+
+// Canvas text is cut to its cell, with "…", instead of running over the
+// next column.
+func TestCell_FitTextCutsToTheWidth(t *testing.T) {
+	test.NewTempApp(t)
+	size, style := theme.TextSize(), fyne.TextStyle{}
+	long := "https://example.com/a/very/long/path/that/does/not/fit/in/a/narrow/column.bin"
+	got := fitText(long, 100, size, style)
+	assert.True(t, strings.HasSuffix(got, "…"), got)
+	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")))
+	assert.LessOrEqual(t, fyne.MeasureText(got, size, style).Width, float32(100))
+	assert.Equal(t, "short", fitText("short", 100, size, style))
 }
 
 // U5, R5: Resume, Cancel and Retry act on the selected job through the engine.
