@@ -161,6 +161,6 @@ func (sv *settingsView) setFolder(dir string) {
 }
 
 func (sv *settingsView) showNextFolder(dir string) {
-	sv.folderMsg.SetText("From the next start Heed downloads to " + dir + " (this run finishes here).")
+	sv.folderMsg.SetText("From the next start Heed downloads to " + dir + " (this run finishes here; a --dir on the command line still wins).")
 	sv.folderMsg.Show()
 }
