@@ -132,6 +132,10 @@ func (c *cell) setButton(s string, icon fyne.Resource, tap func()) {
 	c.button.Icon = icon
 	c.button.OnTapped = tap
 	c.button.Importance = widget.LowImportance
+	// Shown before it is refreshed: a hidden button's refresh did not take
+	// its new icon, and a paused host's row came up with "Resume" and no ▶.
+	c.button.Hidden = false
+	c.text.Hidden = true
 	c.button.Refresh()
 	c.refresh()
 }
