@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1552,7 +1553,8 @@ const MaxGlobalRate = 1e6
 // Validate names the limit that is out of bounds.
 func (l Limits) Validate() error {
 	if !(l.RatePerSec >= 0 && l.RatePerSec <= MaxGlobalRate) {
-		return fmt.Errorf("global request rate: %v is not between 0 (no cap) and %v per second", l.RatePerSec, MaxGlobalRate)
+		return fmt.Errorf("global request rate: %s is not between 0 (no cap) and %s per second",
+			strconv.FormatFloat(l.RatePerSec, 'f', -1, 64), strconv.FormatFloat(MaxGlobalRate, 'f', -1, 64))
 	}
 	if l.BytesPerSec < 0 {
 		return fmt.Errorf("global bandwidth: %d bytes per second is below 0 (0 is no cap)", l.BytesPerSec)
