@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"fyne.io/fyne/v2"
@@ -27,6 +28,8 @@ const shownRejects = 200
 type pasteDialog struct {
 	entry   *widget.Entry
 	add     *widget.Button
+	again   *widget.Button // download again the URLs whose jobs ended (J2)
+	ended   []string
 	close   *widget.Button
 	result  *widget.Label
 	details *widget.Label
@@ -49,9 +52,11 @@ func (w *Window) showPaste(text string) *pasteDialog {
 	p.close = widget.NewButton("Close", func() { p.dlg.Hide() })
 	p.add = widget.NewButtonWithIcon("Add", theme.ContentAddIcon(), func() { w.onPasteAdd(p) })
 	p.add.Importance = widget.HighImportance
+	p.again = widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), func() { w.onPasteAgain(p) })
+	p.again.Hide()
 	detailScroll := container.NewVScroll(p.details)
 	detailScroll.SetMinSize(fyne.NewSize(0, 110))
-	bottom := container.NewVBox(p.result, detailScroll, container.NewHBox(layoutSpacer(), p.close, p.add))
+	bottom := container.NewVBox(p.result, detailScroll, container.NewHBox(layoutSpacer(), p.again, p.close, p.add))
 	content := container.NewBorder(nil, bottom, nil, nil, p.entry)
 	p.dlg = dialog.NewCustomWithoutButtons("Add URLs", content, w.win)
 	p.dlg.Resize(fyne.NewSize(680, 520))
@@ -82,6 +87,22 @@ func (w *Window) onPasteAdd(p *pasteDialog) {
 			}
 			p.result.SetText(addSummary(rep))
 			p.details.SetText(addDetails(rep))
+			// A URL whose job ended is not fetched again unless asked (J2).
+			p.ended = p.ended[:0]
+			for i, d := range rep.Duplicates {
+				if i < len(rep.DuplicateStates) {
+					switch rep.DuplicateStates[i] {
+					case engine.JobDone, engine.JobFailed, engine.JobCancelled:
+						p.ended = append(p.ended, d)
+					}
+				}
+			}
+			if len(p.ended) > 0 {
+				p.again.SetText(fmt.Sprintf("Download %s again", plural(len(p.ended), "finished URL", "finished URLs")))
+				p.again.Show()
+			} else {
+				p.again.Hide()
+			}
 			// What is left in the entry is what needs fixing.
 			left := make([]string, len(rep.Rejected))
 			for i, rj := range rep.Rejected {
@@ -91,6 +112,34 @@ func (w *Window) onPasteAdd(p *pasteDialog) {
 			w.refreshSoon()
 		})
 	})
+}
+
+// onPasteAgain queues again the pasted URLs whose jobs had ended (done,
+// failed or cancelled), as heed get --again does.
+func (w *Window) onPasteAgain(p *pasteDialog) {
+	urls := slices.Clone(p.ended)
+	p.again.Disable()
+	w.background(func() {
+		ids, err := w.eng.RetryURLs(bgCtx, urls)
+		fyne.Do(func() {
+			p.again.Enable()
+			if err != nil {
+				p.result.SetText("Not queued again: " + err.Error())
+				return
+			}
+			p.again.Hide()
+			p.result.SetText(plural(len(ids), "URL", "URLs") + " queued again, to be downloaded anew")
+			w.refreshSoon()
+		})
+	})
+}
+
+// plural is "1 URL", "3 URLs".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmtInt(int64(n)) + " " + many
 }
 
 // addSummary says in one line what Add did: "3 queued · 1 duplicate · 2

@@ -107,6 +107,32 @@ func TestPaste_U4_QueuesInEngineAndReports(t *testing.T) {
 	assert.NotNil(t, h.w.hosts.row(0), "the new host has a row")
 }
 
+// J2, U4: a pasted URL whose job ended is not fetched again unless asked:
+// the dialog offers to, as heed get --again does. One still queued is not.
+func TestPaste_J2_DownloadEndedURLsAgain(t *testing.T) {
+	h := newHarness(t)
+	rep := h.add(t, "https://again.example/a https://again.example/b")
+	_, err := h.eng.Cancel(context.Background(), rep.Queued[:1])
+	require.NoError(t, err)
+	p := h.w.showPaste("https://again.example/a https://again.example/b")
+	test.Tap(p.add)
+	h.w.bg.Wait()
+	require.True(t, p.again.Visible(), "the cancelled URL can be downloaded again")
+	assert.Equal(t, "Download 1 finished URL again", p.again.Text)
+	test.Tap(p.again)
+	h.w.bg.Wait()
+	assert.False(t, p.again.Visible())
+	assert.Contains(t, p.result.Text, "1 URL queued again")
+	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2)
+
+	p = h.w.showPaste("https://again.example/b")
+	test.Tap(p.add)
+	h.w.bg.Wait()
+	assert.False(t, p.again.Visible(), "a queued URL needs nothing")
+}
+
 func TestPaste_U4_CtrlVOpensDialogWithClipboard(t *testing.T) {
 	h := newHarness(t)
 	h.app.Clipboard().SetContent("https://clip.example/1")
