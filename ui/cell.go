@@ -235,4 +235,3 @@ func fitText(s string, width, size float32, style fyne.TextStyle) string {
 	}
 	return string(r[:lo]) + "…"
 }
-
