@@ -84,6 +84,10 @@ func newJobsView(w *Window) *jobsView {
 			jv.selected = jv.rows[id.Row].rec.ID
 			jv.enableActions()
 		}
+		// The selection is the job, drawn by updateCell on its row wherever
+		// it moves; the table's own highlight would stay on a row number.
+		jv.table.UnselectAll()
+		jv.table.Refresh()
 	}
 	jv.state = widget.NewSelect([]string{"all", "queued", "active", "paused", "done", "failed", "cancelled"}, nil)
 	jv.state.SetSelected("all")
@@ -110,23 +114,21 @@ func newJobsView(w *Window) *jobsView {
 	return jv
 }
 
-// keepSelection follows the selected job to its row in a page just read,
-// or, when the page no longer shows it (cancelled out of the filter, another
-// page), selects nothing: the actions act on the job the highlight is on,
-// never on one off screen.
+// keepSelection keeps the selected job while a page just read shows it
+// (updateCell highlights it on its row), or, when the page no longer shows
+// it (cancelled out of the filter, another page), selects nothing: the
+// actions act on the job the highlight is on, never on one off screen. It
+// neither selects nor scrolls the table, which reloads every second.
 func (jv *jobsView) keepSelection() {
-	row := -1
+	found := false
 	for i := range jv.rows {
 		if jv.rows[i].rec.ID == jv.selected {
-			row = i
+			found = true
 			break
 		}
 	}
-	if row < 0 {
+	if !found {
 		jv.selected = 0
-		jv.table.UnselectAll()
-	} else {
-		jv.table.Select(widget.TableCellID{Row: row, Col: 1})
 	}
 	jv.enableActions()
 }
