@@ -599,15 +599,39 @@ func (hv *hostsView) onFollowDefaults() {
 // database has them, which a read right after a click could miss (a pause,
 // a trip by the person).
 func (hv *hostsView) addEvents(evs []engine.Event) {
-	top := make([]engine.Event, 0, len(evs)+len(hv.events))
+	top := make([]engine.Event, 0, len(evs))
 	for i := len(evs) - 1; i >= 0; i-- {
 		top = append(top, evs[i])
 	}
-	hv.events = append(top, hv.events...)
-	if len(hv.events) > timelineLen {
-		hv.events = hv.events[:timelineLen]
-	}
+	hv.events = mergeEvents(top, hv.events)
 	hv.timeline.Refresh()
+}
+
+// mergeEvents is top (newest first) above base, without the events of top
+// that base already has: the database and the engine's report both carry
+// an event for a moment after it is stored.
+func mergeEvents(top, base []engine.Event) []engine.Event {
+	type key struct {
+		at     int64
+		kind   engine.EventKind
+		detail string
+	}
+	have := make(map[key]bool, len(base))
+	for _, e := range base {
+		have[key{e.At.UnixNano(), e.Kind, e.Detail}] = true
+	}
+	out := make([]engine.Event, 0, len(top)+len(base))
+	for _, e := range top {
+		if k := (key{e.At.UnixNano(), e.Kind, e.Detail}); !have[k] {
+			have[k] = true
+			out = append(out, e)
+		}
+	}
+	out = append(out, base...)
+	if len(out) > timelineLen {
+		out = out[:timelineLen]
+	}
+	return out
 }
 
 // timelineLen is how many events the timeline shows.
@@ -625,7 +649,14 @@ func (hv *hostsView) loadEvents() {
 			if err != nil {
 				evs = []engine.Event{{At: time.Now(), Detail: "cannot read the timeline: " + err.Error()}}
 			}
-			hv.events = evs
+			// Events the engine reported while the read ran stay on top.
+			var newer []engine.Event
+			for _, e := range hv.events {
+				if len(evs) == 0 || e.At.After(evs[0].At) {
+					newer = append(newer, e)
+				}
+			}
+			hv.events = mergeEvents(newer, evs)
 			hv.timeline.Refresh()
 		})
 	})

@@ -432,6 +432,24 @@ func TestHosts_U3_OwnActionsShowAtOnce(t *testing.T) {
 	assert.Equal(t, len(h.w.hosts.events), h.w.hosts.timeline.Length())
 }
 
+// U3: an event both stored and still in the engine's report shows once.
+func TestHosts_U3_TimelineShowsAnEventOnce(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://once.example/1")
+	h.eng.Core().PauseHost("once.example", "user")
+	require.NoError(t, h.db.Flush(context.Background()))
+	h.w.hosts.setSelected("once.example")
+	h.w.bg.Wait()
+	h.w.tickNow(time.Now())
+	pauses := 0
+	for _, e := range h.w.hosts.events {
+		if e.Kind == engine.EventPause {
+			pauses++
+		}
+	}
+	assert.Equal(t, 1, pauses)
+}
+
 func TestChart_U3_RecordsStartsThrottlesAndGate(t *testing.T) {
 	h := newHarness(t)
 	core := h.eng.Core()
