@@ -77,6 +77,9 @@ var (
 	ErrUnreadable = errors.New("database file cannot be opened for reading and writing")
 	// ErrSchemaTooNew means the database was written by a newer Heed than this one.
 	ErrSchemaTooNew = errors.New("database schema is newer than this Heed understands")
+	// ErrNotReady is what OpenReader returns for a database whose schema is older than this
+	// Heed's: the Heed holding it is still creating or upgrading it, or is an older version.
+	ErrNotReady = errors.New("database is not ready to be read")
 	// ErrReadOnly is what a write to a database opened with OpenReader returns.
 	ErrReadOnly = errors.New("database is open read-only: another Heed is running on it")
 )
@@ -277,8 +280,9 @@ func openReader(path string) (_ *DB, err error) {
 	case v > len(migrations):
 		return nil, fmt.Errorf("%w (version %d, this Heed knows up to %d)", ErrSchemaTooNew, v, len(migrations))
 	case v < len(migrations):
-		return nil, fmt.Errorf("%w: its schema is version %d, this Heed's %d: the Heed running on it is another version",
-			ErrUnreadable, v, len(migrations))
+		// The Heed holding it is creating or upgrading it, or is an older one.
+		return nil, fmt.Errorf("%w: its schema is version %d, this Heed's %d: the Heed running on it is creating or "+
+			"upgrading it (try again in a moment) or is an older version", ErrNotReady, v, len(migrations))
 	}
 	return db, nil
 }

@@ -349,6 +349,11 @@ func TestOpenReader_S6_QueriesBesideTheHolder(t *testing.T) {
 
 	_, err = OpenReader(filepath.Join(t.TempDir(), "missing.db"))
 	assert.ErrorIs(t, err, ErrUnreadable)
+	empty := filepath.Join(t.TempDir(), "new.db") // as a first heed get creates it
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, err = OpenReader(empty)
+	assert.ErrorIs(t, err, ErrNotReady)
+	assert.ErrorContains(t, err, "try again in a moment")
 	notDB := filepath.Join(t.TempDir(), "notes.txt")
 	require.NoError(t, os.WriteFile(notDB, []byte("not a database at all, just notes"), 0o644))
 	_, err = OpenReader(notDB)
