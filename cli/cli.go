@@ -104,7 +104,9 @@ func Main(ctx context.Context, env Env, args []string) int {
 	code := run(ctx, env, rest)
 	if out.err != nil { // a full disk, a closed pipe: the listing or report is not all there
 		fmt.Fprintf(env.Stderr, "heed: writing the output: %v\n", out.err)
-		return ExitFailed
+		if code != ExitInterrupt { // a listing cut short by its own output is not a database fault (3)
+			return ExitFailed
+		}
 	}
 	return code
 }
@@ -306,6 +308,9 @@ func readURLs(env Env, args []string, input string) (string, error) {
 		// split the command line, so a space inside is part of the URL.
 		if strings.ContainsAny(a, "\r\n") {
 			return "", fmt.Errorf("the argument %q holds a line break: give one URL per argument, or a list with -i FILE", excerpt(a))
+		}
+		if strings.HasPrefix(strings.TrimSpace(a), "#") { // in a list a comment; here a mistake
+			return "", fmt.Errorf("the argument %q is not a URL", excerpt(a))
 		}
 		b.WriteString(fetch.OneURL(a))
 		b.WriteByte('\n')

@@ -61,6 +61,7 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 		{"bad history outcome", []string{"history", "--db", db, "--outcome", "bogus"}, `"bogus" is not an outcome`},
 		{"history with an argument", []string{"history", "--db", db, "example.com"}, `"example.com" is one too many`},
 		{"jobs with an argument", []string{"jobs", "--db", db, "queued"}, "takes no arguments"},
+		{"argument that is a comment", []string{"add", "--db", db, "# not a URL"}, `"# not a URL" is not a URL`},
 		{"argument with a line break", []string{"add", "--db", db, "http://example.com/a\nhttp://example.com/b"}, "line break"},
 	}
 	for _, tc := range cases {
@@ -111,6 +112,28 @@ func TestMain_ListingBesideARunningHeed(t *testing.T) {
 	code, _, stderr = run(t, "", "host", "--db", path, "example.com", "--pause")
 	assert.Equal(t, ExitUnusable, code)
 	assert.Contains(t, stderr, "in use by another Heed")
+}
+
+// B6: heed hosts gives an open breaker's probe time only when it knows the
+// recovery timeout (the host's own); for a host that follows the defaults,
+// which the running Heed sets, it says how long the breaker has been open.
+func TestMain_HostsBreakerCountdownOnlyWhenKnown(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "host", "--db", db, "d.example", "--trip")
+	require.Equal(t, ExitOK, code, stderr)
+	code, _, stderr = run(t, "", "host", "--db", db, "own.example", "--trip", "--rate", "12000", "--breaker-timeout", "10m")
+	require.Equal(t, ExitOK, code, stderr)
+	code, out, stderr := run(t, "", "hosts", "--db", db)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Regexp(t, `d\.example\s+breaker open\s+0\s+open for \d+s\s+open\s+default`, out)
+	assert.Regexp(t, `own\.example\s+breaker open\s+0\s+probe in (9m5\d|10m0)s\s+open\s+12000/min`, out)
+	code, out, stderr = run(t, "", "hosts", "--db", db, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2)
+	assert.NotContains(t, lines[0], "breaker_half_open_at", "d.example: not known here")
+	assert.Contains(t, lines[0], "breaker_opened_at")
+	assert.Contains(t, lines[1], "breaker_half_open_at")
 }
 
 // --host of jobs and history names a host as heed host does: any spelling
@@ -248,7 +271,8 @@ func TestJitterFlag(t *testing.T) {
 		{"0-0", 0, 0, false},
 		{"100-250ms", 100 * time.Millisecond, 250 * time.Millisecond, false}, // MIN takes MAX's unit
 		{"1-2.5s", time.Second, 2500 * time.Millisecond, false},
-		{"500-1m30s", 500 * time.Second, 90 * time.Second, false},
+		{"500-1m30s", 0, 0, true}, // 500 what? not 500s > 1m30s, silently
+		{"90s-1m30s", 90 * time.Second, 90 * time.Second, false},
 		{"250ms", 0, 0, true},
 		{"a-b", 0, 0, true},
 		{"-1s-2s", 0, 0, true},

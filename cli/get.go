@@ -192,10 +192,12 @@ type progress struct {
 	quiet bool // no line per finished download
 
 	mu      sync.Mutex
-	out     *bufio.Writer // lines for a pipe or a file, flushed every flushEvery
-	drawn   int           // lines of bars on screen
-	said    time.Time     // when the last line was written (a report or a wait)
-	waiting string        // why nothing runs, shown with the bars on a terminal
+	out     *bufio.Writer         // lines for a pipe or a file, flushed every flushEvery
+	drawn   int                   // lines of bars on screen
+	said    time.Time             // when the last line was written (a report or a wait)
+	waiting string                // why nothing runs, shown with the bars on a terminal
+	looked  time.Time             // when noteWait last took a snapshot
+	snap    []engine.HostSnapshot // noteWait's, reused: 100,000 hosts are 155 MB a copy
 	done    int
 	failed  int
 	retried int
@@ -353,7 +355,12 @@ func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 		p.mu.Unlock()
 		return
 	}
-	why := whyWaiting(eng.Core().Snapshot())
+	if time.Since(p.looked) < time.Second {
+		return // at most one snapshot a second: it copies every host
+	}
+	p.looked = time.Now()
+	p.snap = eng.Core().SnapshotInto(p.snap[:0], time.Now())
+	why := whyWaiting(p.snap)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting = why

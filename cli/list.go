@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -124,12 +125,11 @@ func newHostLine(s engine.HostState) *hostLine {
 	if s.Breaker != engine.Closed && !s.OpenedAt.IsZero() {
 		o := s.OpenedAt
 		l.OpenedAt = &o
-		if s.Breaker == engine.Open {
-			recovery := engine.DefaultTunables().RecoveryTimeout
-			if s.Tunables != nil {
-				recovery = s.Tunables.RecoveryTimeout
-			}
-			h := o.Add(recovery)
+		if s.Breaker == engine.Open && s.Tunables != nil {
+			// Only a host's own recovery timeout is known here: one that
+			// follows the defaults takes those of the Heed that runs it
+			// (heed get --breaker-timeout, or the window's saved ones).
+			h := o.Add(s.Tunables.RecoveryTimeout)
 			l.HalfOpenAt = &h
 		}
 	}
@@ -170,11 +170,13 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 		}
 		if l.Breaker == "open" {
 			state = "breaker open"
-			if l.HalfOpenAt != nil {
+			switch {
+			case l.HalfOpenAt != nil && l.HalfOpenAt.After(now):
+				wait = "probe in " + l.HalfOpenAt.Sub(now).Round(time.Second).String()
+			case l.HalfOpenAt != nil:
 				wait = "probe due"
-				if l.HalfOpenAt.After(now) {
-					wait = "probe in " + l.HalfOpenAt.Sub(now).Round(time.Second).String()
-				}
+			case l.OpenedAt != nil: // its recovery timeout is the running Heed's
+				wait = "open for " + now.Sub(*l.OpenedAt).Round(time.Second).String()
 			}
 		}
 		if l.Paused {
@@ -185,7 +187,8 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 		}
 		rate := "default"
 		if l.Tunables != nil { // its own, set with heed host HOST --rate …
-			rate = fmt.Sprintf("%.4g/min, burst %d, %d at once", l.Tunables.RatePerMin, l.Tunables.Burst, l.Tunables.MaxInflight)
+			rate = fmt.Sprintf("%s/min, burst %d, %d at once", strconv.FormatFloat(l.Tunables.RatePerMin, 'f', -1, 64),
+				l.Tunables.Burst, l.Tunables.MaxInflight)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", l.Host, state, l.Level, wait, l.Breaker, rate,
 			l.Jobs["queued"], l.Jobs["done"], l.Jobs["failed"], l.LastStatus)

@@ -246,9 +246,13 @@ func (j *jitterFlag) Set(s string) error {
 	if err != nil {
 		return err
 	}
-	// "100-250ms": a bare MIN takes MAX's unit, as people write ranges.
+	// "100-250ms": a bare MIN takes MAX's unit, as people write ranges; only
+	// when MAX is one number and one unit ("500-1m30s" is refused: 500 what?).
 	if _, err := strconv.ParseFloat(lo, 64); err == nil {
-		lo += hi[len(strings.TrimRightFunc(hi, unicode.IsLetter)):]
+		num := strings.TrimRightFunc(hi, unicode.IsLetter)
+		if _, err := strconv.ParseFloat(num, 64); err == nil {
+			lo += hi[len(num):]
+		}
 	}
 	a, err := parseDuration(lo, false)
 	if err != nil {
