@@ -217,4 +217,3 @@ func retuned(was, now Tunables) string {
 	}
 	return strings.Join(out, ", ")
 }
-

@@ -204,4 +204,3 @@ func TestExportJobsJSON_UnnamedUntilNamed(t *testing.T) {
 	require.NoError(t, db.Flush(bg))
 	assert.NotContains(t, line(), "unnamed")
 }
-
