@@ -142,7 +142,7 @@ func TestMain_HostFilterTakesAnySpellingOfTheHost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "h.db")
 	code, _, stderr := run(t, "", "add", "--db", db, "http://example.com/a", "http://other.example/b")
 	require.Equal(t, ExitOK, code, stderr)
-	for _, h := range []string{"example.com", "EXAMPLE.com:80", "http://Example.COM/some/file"} {
+	for _, h := range []string{"example.com", "EXAMPLE.com:80", "http://Example.COM/some/file", "example.com:443"} {
 		code, out, stderr := run(t, "", "jobs", "--db", db, "--json", "--host", h)
 		require.Equal(t, ExitOK, code, stderr)
 		assert.Equal(t, 1, strings.Count(out, "\n"), h)

@@ -127,7 +127,11 @@ func hostArg(arg string) (string, error) {
 	if strings.Contains(arg, "://") {
 		return engine.HostKey(arg)
 	}
-	return engine.HostKey("http://" + arg + "/")
+	scheme := "http://"
+	if strings.HasSuffix(arg, ":443") { // example.com:443 is the https site, whose key is example.com
+		scheme = "https://"
+	}
+	return engine.HostKey(scheme + arg + "/")
 }
 
 func btoi(b bool) int {
