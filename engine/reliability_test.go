@@ -765,6 +765,39 @@ func TestReliability_C17_RangeIgnoredRestarts(t *testing.T) {
 	assert.Equal(t, "bytes=300-", srv.seen()[1].Range, "the retry did ask to resume")
 }
 
+// C17, U5: while a download that started over arrives, its speed is
+// measured from where its body began (0), not from the 300 bytes of the
+// part it replaced: (Bytes − StartBytes) never goes negative.
+func TestReliability_C17_RestartMeasuredFromZero(t *testing.T) {
+	content := pattern(200_000)
+	r := newRel(t, engine.Options{})
+	var seen []engine.Active
+	srv := newServer(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		if n == 0 {
+			cutAt(w, content, 300, "ETag: \"v1\"\r\n")
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(content)))
+		io.WriteString(w, content[:100_000]) // 200, Range ignored
+		w.(http.Flusher).Flush()
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if a := r.eng.Active(); len(a) == 1 && a[0].Bytes > 1000 { // the new body, not the old part's 300
+				seen = a
+				break
+			}
+		}
+		io.WriteString(w, content[100_000:])
+	})
+	r.add(srv.URL + "/f.bin")
+	r.run()
+
+	require.Len(t, seen, 1, "the download was seen while it arrived")
+	assert.Zero(t, seen[0].StartBytes, "measured from the new start, not the old part's 300 bytes")
+	assert.GreaterOrEqual(t, seen[0].Bytes-seen[0].StartBytes, int64(0))
+	assert.Equal(t, map[string]string{"f.bin": content}, r.files())
+	assert.Equal(t, "bytes=300-", srv.seen()[1].Range, "the retry did ask to resume")
+}
+
 // C18: a 206 whose Content-Range start differs from the part, or whose
 // total changed, is rejected: the part is emptied and the same attempt
 // asks again from zero.
