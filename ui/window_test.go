@@ -573,6 +573,14 @@ func TestCell_FitTextCutsToTheWidth(t *testing.T) {
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(got, "…")))
 	assert.LessOrEqual(t, fyne.MeasureText(got, size, style).Width, float32(100))
 	assert.Equal(t, "short", fitText("short", 100, size, style))
+
+	// A cell cuts its text as it is laid out, and shows it whole once wide enough.
+	c := newCell()
+	c.setText(long, false)
+	c.Resize(fyne.NewSize(100, 30))
+	assert.True(t, strings.HasSuffix(c.text.Text, "…"), c.text.Text)
+	c.Resize(fyne.NewSize(2000, 30))
+	assert.Equal(t, long, c.text.Text)
 }
 
 // U5, R5: Resume, Cancel and Retry act on the selected job through the engine.
