@@ -136,6 +136,17 @@ func TestMain_HostsBreakerCountdownOnlyWhenKnown(t *testing.T) {
 	assert.Contains(t, lines[1], "breaker_half_open_at")
 }
 
+// add queues only: a --dir given to it is not remembered, and it says so.
+func TestMain_AddSaysDirIsForGet(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := run(t, "", "add", "--db", filepath.Join(dir, "h.db"), "--dir", filepath.Join(dir, "target"), "http://example.com/a")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "add only queues; the folder is chosen when they download: heed get --dir "+filepath.Join(dir, "target"))
+	code, _, stderr = run(t, "", "add", "--db", filepath.Join(dir, "h.db"), "http://example.com/b")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.NotContains(t, stderr, "add only queues")
+}
+
 // --host of jobs and history names a host as heed host does: any spelling
 // of it, or a URL on it.
 func TestMain_HostFilterTakesAnySpellingOfTheHost(t *testing.T) {

@@ -81,6 +81,10 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 			return ExitUnusable
 		}
+	} else if c.dir != "" {
+		// Jobs have no folder of their own: the run that downloads them
+		// chooses it. Said, so that nobody expects add to remember it.
+		fmt.Fprintf(env.Stderr, "heed: add only queues; the folder is chosen when they download: heed get --dir %s\n", c.dir)
 	}
 	p := newProgress(env)
 	p.quiet = quiet
