@@ -351,15 +351,12 @@ const waitEvery = 10 * time.Second
 // status line on a terminal, and a line every waitEvery elsewhere.
 func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 	p.mu.Lock()
-	quietFor := time.Since(p.said)
-	p.mu.Unlock()
-	if len(active) > 0 || (!p.env.Interactive && (p.quiet || quietFor < waitEvery)) {
-		p.mu.Lock()
+	idle := len(active) == 0 && (p.env.Interactive || (!p.quiet && time.Since(p.said) >= waitEvery))
+	if !idle {
 		p.waiting = ""
-		p.mu.Unlock()
-		return
 	}
-	if time.Since(p.looked) < time.Second {
+	p.mu.Unlock()
+	if !idle || time.Since(p.looked) < time.Second {
 		return // at most one snapshot a second: it copies every host
 	}
 	p.looked = time.Now()

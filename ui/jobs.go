@@ -114,38 +114,28 @@ func newJobsView(w *Window) *jobsView {
 	return jv
 }
 
-// keepSelection keeps the selected job while a page just read shows it
-// (updateCell highlights it on its row), or, when the page no longer shows
-// it (cancelled out of the filter, another page), selects nothing: the
-// actions act on the job the highlight is on, never on one off screen. It
-// neither selects nor scrolls the table, which reloads every second.
-func (jv *jobsView) keepSelection() {
-	found := false
-	for i := range jv.rows {
-		if jv.rows[i].rec.ID == jv.selected {
-			found = true
-			break
-		}
-	}
-	if !found {
-		jv.selected = 0
-	}
-	jv.enableActions()
-}
-
-// enableActions enables the job actions while a job is selected, and shows
-// that job's URL and why it waits (or its result) whole, below the table,
-// where its cells may cut them.
+// enableActions shows the selected job's URL and why it waits (or its
+// result) whole, below the table, where its cells may cut them, and enables
+// the job actions while a job is selected. A selected job the page no
+// longer shows (cancelled out of the filter, another page) is selected no
+// more: the actions act on the job the highlight is on (updateCell draws it
+// on its row wherever it moves), never on one off screen. It neither
+// selects nor scrolls the table, which reloads every second.
 func (jv *jobsView) enableActions() {
 	jv.detail.SetText("")
+	found := false
 	for i := range jv.rows {
 		if r := &jv.rows[i]; r.rec.ID == jv.selected {
+			found = true
 			text := fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.rec.URL, r.why)
 			if r.rec.State == engine.JobDone {
 				text = fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.rec.URL, r.rec.File, r.rec.SHA256)
 			}
 			jv.detail.SetText(text)
 		}
+	}
+	if !found {
+		jv.selected = 0
 	}
 	for _, b := range []*widget.Button{jv.pause, jv.resume, jv.cancel, jv.retry} {
 		if jv.selected == 0 {
@@ -258,7 +248,7 @@ func (jv *jobsView) reload() {
 				return
 			}
 			jv.rows = rows
-			jv.keepSelection()
+			jv.enableActions()
 			jv.pageInfo.SetText(pageText(page, len(jv.rows), "jobs"))
 			jv.table.Refresh()
 		})

@@ -90,11 +90,9 @@ func (w *Window) onPasteAdd(p *pasteDialog) {
 			// A URL whose job ended is not fetched again unless asked (J2).
 			p.ended = p.ended[:0]
 			for i, d := range rep.Duplicates {
-				if i < len(rep.DuplicateStates) {
-					switch rep.DuplicateStates[i] {
-					case engine.JobDone, engine.JobFailed, engine.JobCancelled:
-						p.ended = append(p.ended, d)
-					}
+				switch rep.DuplicateStates[i] {
+				case engine.JobDone, engine.JobFailed, engine.JobCancelled:
+					p.ended = append(p.ended, d)
 				}
 			}
 			if len(p.ended) > 0 {

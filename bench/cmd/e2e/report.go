@@ -204,11 +204,11 @@ func (r *report) caseTable(b *strings.Builder, c caseResult) {
 	p("other tools leave their files in the page cache and hash nothing, except plain-go+sha256: the plain\n")
 	p("client that also hashes each file as Heed must (F7), a reference for what hashing costs, not a peer.\n")
 	p("\"then sync\" is the median time of syncfs(2) on the download folder's file system right after the tool\n")
-	p("exited (an upper bound: it flushes other writers on the shared machine too), and the last two columns compare the time\n")
-	p("until the files were on disk. \"Machine idle\" is the median share of all %d CPUs' time that was idle or\n", r.NProc)
-	p("waiting for the disk while the tool ran (/proc/stat): the demo hosts run in the benchmark's own process\n")
-	p("and the kernel does each tool's file and network work, so what is not idle is the tool, its share of\n")
-	p("the demo hosts and of the kernel, and whatever else the shared machine ran.\n\n")
+	p("exited (an upper bound: it flushes other writers on the shared machine too), and the last two columns\n")
+	p("compare the time until the files were on disk. \"Machine idle\" is the median share of all %d CPUs' time\n", r.NProc)
+	p("that was idle or waiting for the disk while the tool ran (/proc/stat): the demo hosts run in the\n")
+	p("benchmark's own process and the kernel does each tool's file and network work, so what is not idle is\n")
+	p("the tool, its share of the demo hosts and of the kernel, and whatever else the shared machine ran.\n\n")
 }
 
 func (r *report) partsSection(b *strings.Builder) {
