@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -224,18 +223,13 @@ func (db *DB) ExportJobsJSON(ctx context.Context, w io.Writer, f JobFilter) erro
 // UnnamedIDs returns the jobs of Unnamed, as a set: done, their files yet to take their names.
 // It is empty but right after a crash, until the next start (engine) names them.
 func (db *DB) UnnamedIDs(ctx context.Context) (map[int64]bool, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT job_id FROM naming`)
+	us, err := db.Unnamed(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	ids := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("storage: unnamed downloads: %w", err)
-		}
-		ids[id] = true
+	ids := make(map[int64]bool, len(us))
+	for _, u := range us {
+		ids[u.JobID] = true
 	}
-	return ids, rows.Err()
+	return ids, nil
 }
