@@ -46,7 +46,7 @@ run: build
 test: deps
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -race $(RACE_PKGS)
-	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '/e2e$$')
+	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '^heed/e2e$$')
 	$(GO) test -tags $(TAGS) -count=1 ./e2e
 
 # bench runs the Go benchmarks, profiles cases (a), (b) and (c) in-process

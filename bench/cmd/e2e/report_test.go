@@ -1,0 +1,42 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"heed/bench"
+)
+
+// The bound on case (b) is computed from the figures of the same run: the
+// fastest peer's busy CPU time plus the hash of every byte, over the CPUs.
+func TestHashBound_FromTheFastestPeerAndTheHashRate(t *testing.T) {
+	sum := func(wall time.Duration, idle float64) bench.Summary { return bench.Summary{Wall: wall, Idle: idle} }
+	r := report{
+		NProc: 2,
+		Cases: []caseResult{{Case: e2eCase{ID: "b"}, Bytes: 1 << 30, Tools: []toolResult{
+			{Tool: "heed", Sum: sum(1200*time.Millisecond, 0.05)},
+			{Tool: "plain-go", Sum: sum(500*time.Millisecond, 0)}, // a reference, not a peer
+			{Tool: "curl", Sum: sum(time.Second, 0.3)},
+			{Tool: "wget2", Sum: sum(600*time.Millisecond, 0.02)},
+		}}},
+		GoBench: []bench.GoBench{{Pkg: "heed/engine/fetch", Name: "BenchmarkSHA256_256KiBPieces-2",
+			Metrics: []bench.Metric{{Value: 147585, Unit: "ns/op"}, {Value: 1776, Unit: "MB/s"}}}},
+	}
+	var b strings.Builder
+	r.hashBound(&b)
+	out := b.String()
+	// wget2: 0.6 s × 2 CPUs × 98 % = 1.18 s; the hash: 1073741824 B / 1776 MB/s = 0.60 s;
+	// (1.18 + 0.60) / 2 = 0.89 s = 1.48× 0.6 s.
+	require.Contains(t, out, "wget2's runs kept the machine 98 % busy for 0.60 s: 1.18 s of CPU time")
+	require.Contains(t, out, "1024.0 MiB (F7), which at the 1776 MB/s")
+	require.Contains(t, out, "is 0.60 s of CPU time more")
+	require.Contains(t, out, "(1.18 s + 0.60 s) / 2 =\n0.89 s, 1.48× wget2's wall time")
+
+	r.GoBench = nil // no hash rate measured: no bound rather than a made-up one
+	b.Reset()
+	r.hashBound(&b)
+	require.Empty(t, b.String())
+}
