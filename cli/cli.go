@@ -235,10 +235,16 @@ func openExisting(env Env, c *common) (*storage.DB, int) {
 		return nil, ExitUnusable
 	}
 	db, err := storage.Open(path)
-	if errors.Is(err, storage.ErrLocked) {
+	switch {
+	case errors.Is(err, storage.ErrLocked):
 		// A heed get or the window is running on it: list what it has committed.
 		if db, err = storage.OpenReader(path); err == nil {
 			fmt.Fprintf(env.Stderr, "heed: another Heed is running on %s: listing it as of now\n", path)
+		}
+	case errors.Is(err, storage.ErrBusy):
+		// Another program holds a write lock on it: what is committed can still be read.
+		if db, err = storage.OpenReader(path); err == nil {
+			fmt.Fprintf(env.Stderr, "heed: another program holds a lock on %s: listing it as of now\n", path)
 		}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -112,6 +113,35 @@ func TestMain_ListingBesideARunningHeed(t *testing.T) {
 	code, _, stderr = run(t, "", "host", "--db", path, "example.com", "--pause")
 	assert.Equal(t, ExitUnusable, code)
 	assert.Contains(t, stderr, "in use by another Heed")
+}
+
+// RELIABILITY 36: a lock another program holds on the database (the sqlite3
+// shell in a transaction) is said to be that, not another Heed: listing
+// still works, changing it is refused with exit 3.
+func TestMain_DatabaseLockedByAnotherProgram(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	code, _, stderr := run(t, "", "add", "--db", path, "http://example.com/a")
+	require.Equal(t, ExitOK, code, stderr)
+	raw, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=1000")
+	require.NoError(t, err)
+	defer raw.Close()
+	tx, err := raw.Begin()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	_, err = tx.Exec("INSERT INTO settings (key, value) VALUES ('held', 'by sqlite3')")
+	require.NoError(t, err)
+
+	code, out, stderr := run(t, "", "jobs", "--db", path)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, "http://example.com/a")
+	assert.Contains(t, stderr, "another program holds a lock on "+path)
+	assert.NotContains(t, stderr, "Heed is running")
+
+	code, _, stderr = run(t, "", "add", "--db", path, "http://example.com/b")
+	assert.Equal(t, ExitUnusable, code)
+	assert.Contains(t, stderr, path)
+	assert.Contains(t, stderr, "locked by another program (not Heed)")
+	assert.NotContains(t, stderr, "another Heed")
 }
 
 // B6: heed hosts gives an open breaker's probe time only when it knows the

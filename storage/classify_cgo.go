@@ -14,10 +14,13 @@ func classify(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		switch se.Code {
-		case sqlite3.ErrNotADB, sqlite3.ErrCorrupt:
+		case sqlite3.ErrNotADB:
 			return fmt.Errorf("%w: %w", ErrNotDatabase, err)
+		case sqlite3.ErrCorrupt:
+			return fmt.Errorf("%w: %w", ErrDamaged, err)
 		case sqlite3.ErrBusy, sqlite3.ErrLocked:
-			return fmt.Errorf("%w: %w", ErrLocked, err)
+			// Heed's own lock (lockDatabase) was free, or was not asked for (OpenReader).
+			return fmt.Errorf("%w: %w", ErrBusy, err)
 		case sqlite3.ErrPerm, sqlite3.ErrCantOpen, sqlite3.ErrAuth, sqlite3.ErrReadonly:
 			return fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}

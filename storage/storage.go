@@ -70,8 +70,14 @@ import (
 var (
 	// ErrLocked means another Heed (or another DB in this process) has the database open.
 	ErrLocked = errors.New("database is in use by another Heed")
+	// ErrBusy means a program other than Heed (the sqlite3 shell, a backup tool) holds a lock on
+	// the database that SQLite waited for in vain: Heed's own lock was free, so no Heed has it.
+	ErrBusy = errors.New("database is locked by another program (not Heed): close it and try again")
 	// ErrNotDatabase means the file exists but is not an SQLite database; it is left untouched.
 	ErrNotDatabase = errors.New("file is not a Heed database")
+	// ErrDamaged means the file is an SQLite database whose pages SQLite found damaged; it is
+	// left untouched.
+	ErrDamaged = errors.New("database file is damaged (left as it is: restore a copy, or move it aside to start afresh)")
 	// ErrUnreadable means the file (or its directory) cannot be read, written or created: Heed
 	// needs all three, even to list, since it locks the file and may recover it (S2, S6).
 	ErrUnreadable = errors.New("database file cannot be opened for reading and writing")
@@ -96,7 +102,8 @@ var (
 )
 
 // OpenError is the error returned by Open: the database at Path is unusable because of Err,
-// which wraps one of ErrLocked, ErrNotDatabase, ErrUnreadable, ErrSchemaTooNew or another cause.
+// which wraps one of ErrLocked, ErrBusy, ErrNotDatabase, ErrDamaged, ErrUnreadable, ErrSchemaTooNew or
+// another cause.
 type OpenError struct {
 	Path string
 	Err  error
@@ -118,6 +125,8 @@ type options struct {
 	now      func() time.Time
 	// The checkpointer's least and longest pause (see checkpointer).
 	checkpointMin, checkpointMax time.Duration
+	// How long SQLite waits for a lock another program holds before it gives up.
+	busy time.Duration
 }
 
 // WithLogger sends the DB's own messages (recovered jobs, failed background writes) to l.
@@ -141,6 +150,9 @@ func WithBatchMax(n int) Option {
 func withCheckpointPause(least, longest time.Duration) Option {
 	return func(o *options) { o.checkpointMin, o.checkpointMax = least, longest }
 }
+
+// withBusyTimeout sets how long SQLite waits for a lock another program holds (tests).
+func withBusyTimeout(d time.Duration) Option { return func(o *options) { o.busy = d } }
 
 // DB is an open Heed database. Its methods are safe for concurrent use.
 type DB struct {
@@ -212,7 +224,7 @@ const sqliteHeader = "SQLite format 3\x00"
 // crash left active (S2; see Recovered). Every error is an *OpenError naming the file.
 func Open(path string, opts ...Option) (*DB, error) {
 	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now,
-		checkpointMin: checkpointMin, checkpointMax: checkpointMax}
+		checkpointMin: checkpointMin, checkpointMax: checkpointMax, busy: 5 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -314,7 +326,8 @@ func open(path string, o options) (_ *DB, err error) {
 	// newest history), and at a million jobs what keeps the process well under 300 MB. The rest is
 	// read back from the system's file cache, which costs microseconds: at 20,000 downloads 16 and
 	// 32 MiB ran equally fast.
-	db.w, err = sql.Open("sqlite3", dsn(path, "_busy_timeout=5000&_fk=on&_txlock=immediate&_cache_size=-16384&_sync="+syncMode))
+	busy := fmt.Sprintf("_busy_timeout=%d", o.busy.Milliseconds())
+	db.w, err = sql.Open("sqlite3", dsn(path, busy+"&_fk=on&_txlock=immediate&_cache_size=-16384&_sync="+syncMode))
 	if err != nil {
 		return nil, err
 	}
@@ -362,7 +375,7 @@ func open(path string, o options) (_ *DB, err error) {
 		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", db.recovered)
 	}
 
-	db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000"))
+	db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&"+busy))
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +388,7 @@ func open(path string, o options) (_ *DB, err error) {
 		return nil, classify(err)
 	}
 
-	ckpt, err := sql.Open("sqlite3", dsn(path, "_busy_timeout=5000&_sync="+syncMode))
+	ckpt, err := sql.Open("sqlite3", dsn(path, busy+"&_sync="+syncMode))
 	if err != nil {
 		return nil, err
 	}

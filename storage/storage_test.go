@@ -359,3 +359,62 @@ func TestOpenReader_S6_QueriesBesideTheHolder(t *testing.T) {
 	_, err = OpenReader(notDB)
 	assert.ErrorIs(t, err, ErrNotDatabase)
 }
+
+// RELIABILITY 36: a Heed database whose pages are damaged is called damaged — it is the
+// person's own database, not some other file — and is left as it is.
+func TestOpen_RELIABILITY36_DamagedDatabaseNamedAndLeftAlone(t *testing.T) {
+	db, path := openTest(t)
+	urls := make([]string, 400)
+	for i := range urls {
+		urls[i] = "http://a.example/files/" + strings.Repeat("x", 40) + string(rune('a'+i%26)) + time.Duration(i).String()
+	}
+	enqueueURLs(t, db, "a.example", urls...)
+	require.NoError(t, db.Close())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Greater(t, len(data), 8*4096, "a database of several pages")
+	for i := 4096; i < len(data); i++ { // every page but the first (the header and the schema)
+		data[i] = 0xff
+	}
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+
+	db, err = Open(path)
+	require.Error(t, err)
+	assert.Nil(t, db)
+	assert.ErrorIs(t, err, ErrDamaged)
+	assert.NotErrorIs(t, err, ErrNotDatabase)
+	assert.ErrorContains(t, err, path)
+	assert.ErrorContains(t, err, "database file is damaged")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, data, after, "the damaged file is left as it is")
+}
+
+// RELIABILITY 36: a lock held by another program (here a write transaction of a plain SQLite
+// connection, as the sqlite3 shell's BEGIN EXCLUSIVE) is not blamed on another Heed.
+func TestOpen_RELIABILITY36_LockedByAnotherProgram(t *testing.T) {
+	db, path := openTest(t)
+	enqueueURLs(t, db, "a.example", "http://a.example/1")
+	require.NoError(t, db.Close())
+	raw := rawOpen(t, path)
+	tx, err := raw.Begin()
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO settings (key, value) VALUES ('held', 'by sqlite3')") // takes the write lock
+	require.NoError(t, err)
+	defer tx.Rollback()
+
+	db, err = Open(path, withBusyTimeout(50*time.Millisecond))
+	require.Error(t, err)
+	assert.Nil(t, db)
+	assert.ErrorIs(t, err, ErrBusy)
+	assert.NotErrorIs(t, err, ErrLocked, "no other Heed holds it")
+	assert.ErrorContains(t, err, path)
+	assert.ErrorContains(t, err, "locked by another program (not Heed)")
+
+	r, err := OpenReader(path) // what is committed can still be listed
+	require.NoError(t, err)
+	defer r.Close()
+	counts, err := r.CountsByState(bg)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counts[StateQueued])
+}
