@@ -139,6 +139,11 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	err = eng.RunUntilIdle(ctx)
 	stopDraw()
 	interrupted := ctx.Err() != nil
+	if errors.Is(err, engine.ErrNotRecorded) {
+		fmt.Fprintf(env.Stderr, "heed: database %s: %v\nheed: downloads stopped; the jobs it could not record are queued again when Heed next starts\n",
+			db.Path(), err)
+		return ExitUnusable
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitUnusable

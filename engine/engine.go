@@ -606,7 +606,7 @@ func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishi
 	// active in the database without an attempt that will settle it.
 	jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), ids)
 	if err != nil {
-		e.breaks(fmt.Errorf("the database cannot record that downloads start: %w", err))
+		e.breaks(fmt.Errorf("%w that downloads start: %w", ErrNotRecorded, err))
 	}
 	now := time.Now()
 	for i, d := range batch {
@@ -689,7 +689,7 @@ func (e *Engine) next(ctx context.Context) (Dispatch, JobRecord, *activeJob, boo
 		a := e.claim(ctx, d.JobID)
 		jobs, err := e.store.StartJobs(context.WithoutCancel(ctx), []int64{d.JobID})
 		if err != nil {
-			e.breaks(fmt.Errorf("the database cannot record that downloads start: %w", err))
+			e.breaks(fmt.Errorf("%w that downloads start: %w", ErrNotRecorded, err))
 		}
 		if err != nil || jobs[0].ID == 0 {
 			e.unclaim(d.JobID, a)
@@ -807,17 +807,19 @@ func (e *Engine) complete(batch []finishing) {
 		// that the next download of its file takes its name again
 		// instead of landing beside it as "name (1)"; a recorded one is
 		// kept for the resume.
-		err = fmt.Errorf("the database cannot record finished downloads: %w", err)
+		err = fmt.Errorf("%w finished downloads: %w", ErrNotRecorded, err)
 		e.breaks(err)
 		for _, f := range ok {
 			if f.res.Held() {
 				e.fetch.Release(&f.res) // its bytes go with their file, which has no name
+				f.res.Bytes = 0
 			} else if !f.noted {
 				if rerr := e.fetch.RemovePart(f.res.Part); rerr != nil {
 					e.log.Error("removing a part nothing records", "part", f.res.Part, "err", rerr)
 				}
+				f.res.Bytes = 0 // no partial file is kept
 			}
-			e.report(f, "failed", err.Error())
+			e.report(f, "canceled", err.Error()+"; "+againNextStart)
 			e.finished()
 		}
 		return
@@ -888,6 +890,16 @@ func (e *Engine) report(f finishing, outcome, why string) {
 	}
 	e.opt.OnJob(end)
 }
+
+// ErrNotRecorded is what Run returns when the database failed to record a
+// job's transition (J3): downloads stop, and each job whose transition it
+// could not record is queued again when Heed next starts (S2). Such jobs are
+// reported "canceled" meanwhile, not failed.
+var ErrNotRecorded = errors.New("the database cannot record")
+
+// againNextStart ends the reason of a job whose end the database could not
+// record.
+const againNextStart = "it is queued again when Heed next starts"
 
 // breaks records the first failed commit of job transitions (see broken)
 // and wakes the run loop, which stops.
@@ -1247,7 +1259,10 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 	case errors.Is(err, ErrNotQueued):
 		e.log.Error("recording a job's state", "job", job.ID, "outcome", outcome, "err", err)
 	case err != nil:
-		e.breaks(fmt.Errorf("the database cannot record how a download ended: %w", err))
+		err = fmt.Errorf("%w how a download ended: %w", ErrNotRecorded, err)
+		e.breaks(err)
+		// Still active in the database: the next start queues it again.
+		outcome, dec.Reason, dec.NextTry, dec.Held = "canceled", err.Error()+"; "+againNextStart, time.Time{}, false
 	}
 	if e.opt.OnJob != nil {
 		end := JobEnd{ID: job.ID, URL: job.URL, Host: job.Host, Outcome: outcome, File: res.File, Bytes: res.Bytes,

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,12 +396,15 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	srv := startDemo(t, demo.FastConfig(2, 500, 1<<10))
 	base := t.TempDir()
 	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
+	ends := &jobEnds{}
 	db, eng := engineOver(t, dbPath, dir, func(s engine.Store) engine.Store { return fullDisk{Store: s, finishes: true} },
-		srv.URLs())
+		srv.URLs(), ends.tune)
 
 	err := eng.RunUntilIdle(context.Background())
 	require.ErrorIs(t, err, errFull)
+	require.ErrorIs(t, err, engine.ErrNotRecorded)
 	assert.Contains(t, err.Error(), "cannot record finished downloads")
+	ends.assertNotRecordedNotFailed(t)
 	// The first finishes are recorded together a moment after they land
 	// (finishLinger); far fewer than the 1,000 files are fetched by then.
 	assert.Less(t, srv.Requests(), int64(1000), "no new download starts once one could not be recorded")
@@ -412,6 +416,13 @@ func TestEngine_RELIABILITY35_FinishesNotRecordedStopTheRun(t *testing.T) {
 	for _, e := range entries {
 		assert.True(t, strings.HasSuffix(e.Name(), ".part"), "%s: no final name without its record", e.Name())
 	}
+	kept := 0 // reported with bytes: heed get says "(partial file kept)"
+	for _, e := range ends.ends {
+		if e.Bytes > 0 {
+			kept++
+		}
+	}
+	assert.LessOrEqual(t, kept, len(entries), "a job is reported with bytes only when its part is kept")
 	nextRunServesAll(t, srv, eng, db, dbPath, dir)
 }
 
@@ -422,16 +433,49 @@ func TestEngine_RELIABILITY35_RetryNotRecordedStopsTheRun(t *testing.T) {
 	srv := startDemo(t, demo.Config{Files: 20, FileSize: 1 << 10, Seed: 3, Fast: true,
 		Hosts: []demo.HostSpec{{Name: "flaky", Behavior: demo.Flaky, FailFraction: 1}}})
 	base := t.TempDir()
+	ends := &jobEnds{}
 	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
-		func(s engine.Store) engine.Store { return fullDisk{Store: s, requeues: true} }, srv.URLs())
+		func(s engine.Store) engine.Store { return fullDisk{Store: s, requeues: true} }, srv.URLs(), ends.tune)
 
 	err := eng.RunUntilIdle(context.Background())
 	require.ErrorIs(t, err, errFull)
+	require.ErrorIs(t, err, engine.ErrNotRecorded)
 	assert.Contains(t, err.Error(), "cannot record how a download ended")
+	ends.assertNotRecordedNotFailed(t)
 	assert.Less(t, srv.Requests(), int64(20), "no new request once an outcome could not be recorded")
 	counts, err := db.CountsByState(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), counts[storage.StateQueued]+counts[storage.StateActive], "no job lost, none given up")
+}
+
+// jobEnds collects what the engine reports of each job's end (OnJob).
+type jobEnds struct {
+	mu   sync.Mutex
+	ends []engine.JobEnd
+}
+
+func (j *jobEnds) tune(o *engine.Options) {
+	o.OnJob = func(e engine.JobEnd) { j.mu.Lock(); j.ends = append(j.ends, e); j.mu.Unlock() }
+}
+
+// assertNotRecordedNotFailed checks that a job whose end the database could
+// not record is not reported failed — it is queued again at the next start —
+// and says so (RELIABILITY 35: the reason, and no state the job is not in).
+func (j *jobEnds) assertNotRecordedNotFailed(t *testing.T) {
+	t.Helper()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	notRecorded := 0
+	for _, e := range j.ends {
+		assert.NotEqual(t, "failed", e.Outcome, "%s: %s", e.URL, e.Err)
+		if strings.Contains(e.Err, "cannot record") {
+			notRecorded++
+			assert.Equal(t, "canceled", e.Outcome, e.URL)
+			assert.Contains(t, e.Err, errFull.Error())
+			assert.Contains(t, e.Err, "it is queued again when Heed next starts")
+		}
+	}
+	assert.Positive(t, notRecorded, "the jobs the database could not record are reported")
 }
 
 // pausedWhileFinishing is a Store where the person pauses every job just
