@@ -683,6 +683,9 @@ func TestReliability_B15_MalformedFraming(t *testing.T) {
 		{"20-digit Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\nhello"},
 		{"negative chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n"},
 		{"chunk size overflow", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFFFF\r\nhello\r\n"},
+		// A05 arriving raw: HTTP allows no control byte but tab in a header, and net/http
+		// refuses the whole response; percent-encoded (filename*=) the name is rewritten.
+		{"raw NUL in Content-Disposition", "HTTP/1.1 200 OK\r\nContent-Disposition: attachment; filename=\"a\x00b.txt\"\r\nContent-Length: 5\r\n\r\nhello"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
