@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -394,6 +395,35 @@ func TestGet_ReportsEachDownloadUnlessQuiet(t *testing.T) {
 			assert.Equal(t, "hello /b.txt", string(got))
 		})
 	}
+}
+
+// R3: throttle responses are counted apart from retries, and both are shown
+// in the summary.
+func TestGet_SummaryCountsThrottlesApartFromRetries(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		n := seen[r.URL.Path]
+		mu.Unlock()
+		switch {
+		case r.URL.Path == "/busy.txt" && n <= 2:
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case r.URL.Path == "/flaky.txt" && n == 1:
+			w.WriteHeader(http.StatusBadGateway)
+		default:
+			w.Write([]byte("hello"))
+		}
+	}))
+	t.Cleanup(ts.Close)
+	dir := t.TempDir()
+	code, _, stderr := run(t, "", "get", "-q", "--db", filepath.Join(dir, "h.db"), "--dir", filepath.Join(dir, "dl"),
+		"--rate", "6000", "--jitter", "0-0", "--backoff-base", "10ms", "--retry-base", "10ms", "--no-retry-jitter",
+		ts.URL+"/busy.txt", ts.URL+"/flaky.txt")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "this run: 2 done (10 B), 0 failed, 1 retry, 2 throttled in ")
 }
 
 // J2, R5: a URL given again whose job already ended is not fetched again unless --again, and

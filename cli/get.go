@@ -200,18 +200,19 @@ type progress struct {
 	env   Env
 	quiet bool // no line per finished download
 
-	mu      sync.Mutex
-	out     *bufio.Writer         // lines for a pipe or a file, flushed every flushEvery
-	drawn   int                   // lines of bars on screen
-	said    time.Time             // when the last line was written (a report or a wait)
-	waiting string                // why nothing runs, shown with the bars on a terminal
-	looked  time.Time             // when noteWait last took a snapshot
-	snap    []engine.HostSnapshot // noteWait's, reused: 100,000 hosts are 155 MB a copy
-	done    int
-	failed  int
-	retried int
-	bytes   int64
-	started time.Time
+	mu        sync.Mutex
+	out       *bufio.Writer         // lines for a pipe or a file, flushed every flushEvery
+	drawn     int                   // lines of bars on screen
+	said      time.Time             // when the last line was written (a report or a wait)
+	waiting   string                // why nothing runs, shown with the bars on a terminal
+	looked    time.Time             // when noteWait last took a snapshot
+	snap      []engine.HostSnapshot // noteWait's, reused: 100,000 hosts are 155 MB a copy
+	done      int
+	failed    int
+	retried   int // attempts to be made again after an error (R2)
+	throttled int // throttle responses, which use up no attempt (R3)
+	bytes     int64
+	started   time.Time
 }
 
 func newProgress(env Env) *progress {
@@ -237,7 +238,11 @@ func (p *progress) jobEnded(j engine.JobEnd) {
 		p.failed++
 		fmt.Fprintf(w, "failed   %s: %s\n", j.URL, j.Err)
 	case "retry", "throttled":
-		p.retried++
+		if j.Outcome == "throttled" {
+			p.throttled++ // counted apart: a throttle uses up no attempt (R3)
+		} else {
+			p.retried++
+		}
 		if !p.quiet {
 			next := fmt.Sprintf("next try in %s", max(time.Until(j.NotBefore).Round(100*time.Millisecond), 0))
 			if j.Held {
@@ -343,8 +348,8 @@ func (p *progress) draw(active []engine.Active) {
 	if len(active) == 0 && p.waiting != "" {
 		wait = "; waiting: " + p.waiting
 	}
-	fmt.Fprintf(p.env.Stdout, "%d done, %d failed, %d retries, %s in %s%s\n", p.done, p.failed, p.retried,
-		humanBytes(p.bytes), time.Since(p.started).Round(time.Second), wait)
+	fmt.Fprintf(p.env.Stdout, "%d done, %d failed, %s, %d throttled, %s in %s%s\n", p.done, p.failed, retries(p.retried),
+		p.throttled, humanBytes(p.bytes), time.Since(p.started).Round(time.Second), wait)
 	p.drawn++
 }
 
@@ -460,12 +465,20 @@ func bar(a engine.Active, now time.Time) string {
 	return fmt.Sprintf("%-22.22s %s %s %10s  %s", a.Host, b.String(), pct, speed, a.URL)
 }
 
+// retries says how many attempts are made again: "1 retry", "2 retries".
+func retries(n int) string {
+	if n == 1 {
+		return "1 retry"
+	}
+	return fmt.Sprintf("%d retries", n)
+}
+
 func (p *progress) summary(counts map[storage.State]int64, interrupted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.env.Stderr
-	fmt.Fprintf(w, "this run: %d done (%s), %d failed, %d retries in %s\n", p.done, humanBytes(p.bytes),
-		p.failed, p.retried, time.Since(p.started).Round(time.Millisecond))
+	fmt.Fprintf(w, "this run: %d done (%s), %d failed, %s, %d throttled in %s\n", p.done, humanBytes(p.bytes),
+		p.failed, retries(p.retried), p.throttled, time.Since(p.started).Round(time.Millisecond))
 	if q := counts[storage.StateQueued]; q > 0 {
 		why := "held by paused hosts (heed hosts shows why; heed host HOST --resume)"
 		if interrupted {
