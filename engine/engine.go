@@ -80,6 +80,9 @@ type Engine struct {
 	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
 	done    chan struct{} // an attempt ended (buffered 1)
 	urgent  atomic.Bool   // a host event happened: write host states now
+	// hopWaiting counts the attempts waiting in acquireHop for their
+	// redirect's host; they do not count towards saturated.
+	hopWaiting atomic.Int64
 	// stopping is set once Run has decided to stop: an attempt's goroutine
 	// then takes no next dispatch (see work).
 	stopping atomic.Bool
@@ -143,12 +146,12 @@ type JobEnd struct {
 	ID        int64
 	URL       string
 	Host      string
-	Outcome   string // ok, retry, throttled, failed, canceled
+	Outcome   string // ok, retry, throttled, failed, canceled; deferred: its redirect's host must wait
 	File      string // when ok: the final name in the download folder
 	Bytes     int64
 	SHA256    string
 	Err       string    // why it did not complete
-	NotBefore time.Time // retry, throttled: the earliest next try as things stand (R4)
+	NotBefore time.Time // retry, throttled, deferred: the earliest next try as things stand (R4)
 	Held      bool      // retry, throttled: the host is paused; the next try waits for its resume
 }
 
@@ -580,7 +583,9 @@ const minFinishing = 64
 // saturated reports whether so many attempts are running that no new one
 // may start until one ends.
 func (e *Engine) saturated() bool {
-	n := e.running.Load()
+	// An attempt waiting for its redirect's host (at most hopWaitMax, or for
+	// a paused host) holds no connection and no file: it does not count.
+	n := e.running.Load() - e.hopWaiting.Load()
 	if n < minFinishing && e.finishing == 0 {
 		return false // below any bound: spares the core's lock on every dispatch
 	}
@@ -1049,6 +1054,12 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *acti
 			}
 			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
 			hop, err := e.acquireHop(jctx, next)
+			if later := (*hopLater)(nil); errors.As(err, &later) {
+				notes.end()
+				e.finish(job, Decision{NotBefore: later.until, NextTry: later.until, Reason: later.Error()},
+					res, end, next.String(), "deferred")
+				return
+			}
 			if err != nil {
 				notes.end()
 				var dec Decision
@@ -1185,16 +1196,31 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 	if err != nil {
 		return Dispatch{}, err
 	}
-	held := false // counted in e.held: waiting for the host's pause to end
+	held := false    // counted in e.held: waiting for the host's pause to end
+	waiting := false // counted in e.hopWaiting
 	defer func() {
 		if held {
 			e.held.Add(-1)
+		}
+		if waiting {
+			e.hopWaiting.Add(-1)
 		}
 	}()
 	for {
 		d, ok, wake := e.core.AcquireHop(host, time.Now())
 		if ok {
 			return d, nil
+		}
+		switch {
+		case !wake.IsZero() && time.Until(wake) > hopWaitMax:
+			return Dispatch{}, &hopLater{target: target.Redacted(), host: host, until: wake}
+		case !waiting && e.hopWaiting.Load() >= maxHopWaiting:
+			// So many wait already (for a paused host) that this one looks again later.
+			return Dispatch{}, &hopLater{target: target.Redacted(), host: host, until: time.Now().Add(hopRecheck)}
+		}
+		if !waiting {
+			waiting = true
+			e.hopWaiting.Add(1)
 		}
 		wait := 250 * time.Millisecond // a paused host: look again now and then
 		if !wake.IsZero() {
@@ -1222,6 +1248,32 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 	}
 }
 
+// hopWaitMax is the longest an attempt waits in place for its redirect's
+// host (its gate, token, jitter or breaker). A longer wait hands the job
+// back to the queue until then (hopLater), so that jobs redirected to one
+// waiting host never hold the slots other hosts need (L3).
+const hopWaitMax = 2 * time.Second
+
+// maxHopWaiting is how many attempts may wait in place for their redirect's
+// host at once; past it, an attempt whose redirect must wait is handed back
+// to the queue for hopRecheck.
+const (
+	maxHopWaiting = 1024
+	hopRecheck    = time.Minute
+)
+
+// hopLater is why an attempt whose redirect's host must wait longer than
+// hopWaitMax goes back to the queue.
+type hopLater struct {
+	target, host string
+	until        time.Time
+}
+
+func (h *hopLater) Error() string {
+	return fmt.Sprintf("redirected to %s, whose host %s must wait %s", h.target, h.host,
+		max(time.Until(h.until), 0).Round(100*time.Millisecond))
+}
+
 // finish moves the job to the state its attempt earned and, for a retry,
 // queues it again behind its delay and its host's gate (R4).
 func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.Time, lastURL, outcome string) {
@@ -1239,6 +1291,14 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 			e.core.Add(job.ID, job.Host, end)
 		case errors.Is(err, ErrNotQueued):
 			err = e.store.SaveResume(ctx, job.ID, resume)
+		}
+	case "deferred":
+		// Its redirect's host must wait (hopLater): the job waits as long in
+		// the queue, holding nothing, and uses up no attempt.
+		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason, GiveBack: true,
+			Resume: resume})
+		if err == nil {
+			e.core.Add(job.ID, job.Host, dec.NotBefore)
 		}
 	case "retry", "throttled":
 		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason,

@@ -26,6 +26,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -1427,4 +1428,59 @@ func TestReliability_E30_RedirectLoop(t *testing.T) {
 	assert.Equal(t, "failed", h[fetch.MaxHops].Outcome)
 	assert.Equal(t, 307, h[fetch.MaxHops].Status)
 	assert.Len(t, srv.seen(), fetch.MaxHops+1, "the original request plus ten followed hops")
+}
+
+// L3, N2: jobs whose redirects lead to a host that must wait (here its
+// Retry-After) never hold the slots other hosts need: while many wait for
+// it, a retry on a third host still goes when it is due. Each such job
+// waits in the queue instead, uses up no attempt, and is done once the
+// host takes requests again.
+func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
+	tun := fast()
+	tun.Retry.Jitter = false
+	tun.Retry.Base, tun.Retry.Max = 200*time.Millisecond, 200*time.Millisecond
+	r := newRel(t, engine.Options{Defaults: tun})
+	r.eng.SetFinishing(4) // saturated at 4 beyond the requests in flight, to be reached at once
+
+	var gateEnds atomic.Int64 // when b's Retry-After ends, unix nanoseconds
+	b := newServer(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		if n == 0 {
+			gateEnds.Store(time.Now().Add(3 * time.Second).UnixNano())
+			w.Header().Set("Retry-After", "3")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "from b "+req.URL.Path)
+	})
+	a := newServer(t, func(w http.ResponseWriter, req *http.Request, _ int) {
+		http.Redirect(w, req, b.URL+"/files/"+path.Base(req.URL.Path), http.StatusFound)
+	})
+	var cDone atomic.Int64 // when c answered its retry
+	c := newServer(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		if n == 0 {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		cDone.Store(time.Now().UnixNano())
+		io.WriteString(w, "from c")
+	})
+	urls := []string{c.URL + "/c.txt"}
+	for i := range 40 {
+		urls = append(urls, fmt.Sprintf("%s/r/%02d.txt", a.URL, i))
+	}
+	r.add(urls...)
+	r.run()
+
+	require.NotZero(t, cDone.Load(), "c's retry went")
+	assert.Less(t, cDone.Load(), gateEnds.Load(), "c's retry waited for b's Retry-After, a host it has nothing to do with")
+	files := r.files()
+	assert.Equal(t, "from c", files["c.txt"])
+	for _, j := range r.jobs() {
+		assert.Equal(t, storage.StateDone, j.State, "%s: %s", j.URL, j.LastError)
+		if strings.HasPrefix(j.URL, a.URL) {
+			assert.Equal(t, "from b /files/"+path.Base(j.URL), files[path.Base(j.URL)])
+			assert.Equal(t, 1, j.Attempts, "%s: waiting for b used up no attempt", j.URL)
+		}
+	}
+	assert.Len(t, b.seen(), 41, "b's 429, then each file once")
 }
