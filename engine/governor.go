@@ -151,6 +151,8 @@ func (h *host) due(now time.Time, nowM int64, recovery, probeTimeout int64, hop 
 	}
 	if t := h.tokenReadyAt(now, nowM); t > due {
 		due, why = t, WaitToken
+	} else if t > nowM && why == WaitJitter {
+		why = WaitToken // the spacing runs from the next token (see Core.acquire)
 	}
 	if !hop {
 		if nb := h.jobs.min(); nb > due {

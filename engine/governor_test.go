@@ -99,6 +99,48 @@ func TestGovernor_G4_SpacingJitter(t *testing.T) {
 	assert.Greater(t, len(gaps), 10, "spacing must vary, not form a fixed rhythm")
 }
 
+// G4 with G2: when the bucket sets the pace (a sustained rate), the jitter
+// still spaces the requests, from each next token, so they form no fixed
+// rhythm; the bucket keeps what the jitter delays, so the rate still
+// converges to rate_per_min, and no window ever holds more than burst + rate·t.
+func TestGovernor_G4_JitterWhenTheBucketSetsThePace(t *testing.T) {
+	tun := fast()
+	tun.RatePerMin, tun.Burst = 60, 2
+	tun.JitterMin, tun.JitterMax = 300*time.Millisecond, 600*time.Millisecond
+	h := newHarness(t, tun)
+	h.addN("a", 1, 201) // one left queued at the end, waiting
+	var starts []time.Time
+	for range 200 {
+		d, ok, wake := h.next()
+		if !ok {
+			require.False(t, wake.IsZero())
+			h.now = wake
+			d = h.mustNext()
+		}
+		starts = append(starts, h.now)
+		h.observe(d, 200, "")
+	}
+	gaps := map[time.Duration]int{}
+	for i := 1; i < len(starts); i++ {
+		g := starts[i].Sub(starts[i-1]).Round(time.Millisecond)
+		assert.GreaterOrEqual(t, g, 300*time.Millisecond, "spaced by at least jitter_min")
+		gaps[g]++
+	}
+	assert.Greater(t, len(gaps), 100, "intervals must vary, not form a fixed rhythm: %v", gaps)
+	for g, n := range gaps {
+		assert.Less(t, n, 10, "%v came %d times", g, n)
+	}
+	// G2: at most burst + rate·t in any window; and the rate converges.
+	for i := range starts {
+		for j := i + 1; j < len(starts); j++ {
+			assert.LessOrEqual(t, float64(j-i+1), 2+starts[j].Sub(starts[i]).Seconds()+1e-9)
+		}
+	}
+	total := starts[len(starts)-1].Sub(starts[0]).Seconds()
+	assert.InDelta(t, 199/total, 1.0, 0.02, "sustained rate converges to 60/min: %d requests in %.1f s", len(starts), total)
+	assert.Equal(t, WaitToken, h.snap("a").Waiting, "the bucket is what it waits for")
+}
+
 func TestGovernor_G5_BackoffWindow(t *testing.T) {
 	cases := []struct {
 		name      string

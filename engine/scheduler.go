@@ -583,7 +583,16 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 	}
 	c.inflight++
 	h.lastDispatch = nowM
-	h.spaceUntil = addMono(nowM, c.drawJitter(h.tun))
+	// The spacing (G4) runs from the next token when the bucket is empty:
+	// else, at a sustained rate, the bucket alone would set every interval
+	// and requests would form the fixed rhythm the jitter is there to break.
+	// The bucket keeps what the jitter delays, so with a burst of 2 or more
+	// the rate still converges (G2); with a burst of 1 the jitter is on top.
+	from := nowM
+	if t := h.tokenReadyAt(now, nowM); t > from && t != never {
+		from = t
+	}
+	h.spaceUntil = addMono(from, c.drawJitter(h.tun))
 	c.dispatchSeq++
 	d := Dispatch{Host: h.key, Seq: c.dispatchSeq, Hop: hop, hostIdx: h.idx, levelGen: h.levelGen, breakerGen: h.br.gen}
 	if h.br.state == HalfOpen {
