@@ -247,7 +247,23 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		f.Close()
 		return nil, fmt.Errorf("loading hosts: %w", err)
 	}
+	running, err := store.Setting(ctx, runningKey)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("loading whether the last run stopped cleanly: %w", err)
+	}
 	now := time.Now()
+	if running == "true" {
+		// The last run stopped without writing its hosts (a crash, a kill
+		// -9): the requests of its last hostSaveEvery may be missing from
+		// the saved buckets, so every host starts empty now and fills at
+		// its rate. No window then holds more than burst + rate·t requests
+		// across the crash (G2).
+		e.core.StartBucketsEmpty(now)
+		for i := range hosts {
+			hosts[i].Tokens, hosts[i].TokensAt = 0, now
+		}
+	}
 	for _, h := range hosts {
 		e.core.RestoreHost(h, now)
 	}
@@ -470,6 +486,11 @@ func (e *Engine) Run(ctx context.Context) error { return e.run(ctx, false) }
 func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, true) }
 
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
+	// On disk before the first request: a crash from here on is known to
+	// the next start (see New), until stop has written every host.
+	if err := e.store.SetSetting(context.WithoutCancel(ctx), runningKey, "true"); err != nil {
+		return fmt.Errorf("%w that downloads run: %w", ErrNotRecorded, err)
+	}
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
 	e.stopping.Store(false)
@@ -931,9 +952,17 @@ func (e *Engine) stop(err error) error {
 	e.persistHosts()
 	if ferr := e.store.Flush(context.Background()); ferr != nil && err == nil {
 		err = ferr
+	} else if ferr == nil {
+		if serr := e.store.SetSetting(context.Background(), runningKey, "false"); serr != nil && err == nil {
+			err = serr
+		}
 	}
 	return err
 }
+
+// runningKey is the setting that says a run is dispatching: "true" from the
+// start of Run until it has written every host's state as it stopped.
+const runningKey = "running"
 
 // persistHosts writes the hosts whose politeness state changed (G10, B6).
 func (e *Engine) persistHosts() {

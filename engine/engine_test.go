@@ -845,3 +845,77 @@ func TestEngine_S5_FinishingDownloadsBounded(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(40), counts[storage.StateDone])
 }
+
+// crashedBeforeSaving is a Store that loses what a run writes of its hosts
+// and of having stopped, as a kill -9 between two writes of host states does.
+type crashedBeforeSaving struct{ engine.Store }
+
+func (crashedBeforeSaving) SaveHost(engine.HostState) error { return nil }
+
+func (c crashedBeforeSaving) SetSetting(ctx context.Context, key, value string) error {
+	if key == "running" && value == "false" {
+		return nil
+	}
+	return c.Store.SetSetting(ctx, key, value)
+}
+
+// G2, G10: after a run that stopped without writing its hosts' buckets (a
+// crash within a write interval), the next run does not start them full:
+// the requests the lost writes would have counted must not come again as a
+// fresh burst.
+func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
+	var mu sync.Mutex
+	var seen []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, time.Now())
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	tun := fast()
+	tun.RatePerMin, tun.Burst, tun.MaxInflight = 60, 3, 3
+	base := t.TempDir()
+	dbPath, dir := filepath.Join(base, "heed.db"), filepath.Join(base, "dl")
+	urls := make([]string, 6)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("%s/%d", srv.URL, i)
+	}
+
+	db, err := storage.Open(dbPath)
+	require.NoError(t, err)
+	eng, err := engine.New(context.Background(), crashedBeforeSaving{storage.EngineStore(db)},
+		engine.Options{Dir: dir, Defaults: tun, Version: "test"})
+	require.NoError(t, err)
+	_, err = eng.Add(context.Background(), strings.Join(urls, "\n"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx) }()
+	require.Eventually(t, func() bool { return count() == 3 }, 10*time.Second, time.Millisecond, "the burst")
+	cancel()
+	<-done
+	require.NoError(t, eng.Close())
+	require.NoError(t, db.Close())
+
+	db, err = storage.Open(dbPath)
+	require.NoError(t, err)
+	defer db.Close()
+	eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: tun, Version: "test"})
+	require.NoError(t, err)
+	defer eng.Close()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- eng.Run(ctx) }()
+	require.Eventually(t, func() bool { return count() >= 4 }, 10*time.Second, time.Millisecond)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	// Not a timing claim: a bucket restored full would send three more within milliseconds.
+	assert.GreaterOrEqual(t, seen[3].Sub(seen[2]), 900*time.Millisecond, "a token a second, across the crash")
+	v, err := db.GetSetting(context.Background(), "running")
+	require.NoError(t, err)
+	assert.Equal(t, "false", v, "a run that stopped cleanly says so")
+}

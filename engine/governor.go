@@ -221,8 +221,10 @@ func (c *Core) onThrottle(h *host, d *Dispatch, status int, ra time.Duration, ra
 	}
 }
 
-// onResponse is G7 for a non-throttle HTTP response.
-func (c *Core) onResponse(h *host, ra time.Duration, raOK bool, nowM int64) {
+// onResponse is G7 for a non-throttle HTTP response. A Retry-After that
+// moves the gate is an event, so that it is written at once (G10: a crash
+// right after must not forget the wait) and shows in the timeline.
+func (c *Core) onResponse(h *host, status int, ra time.Duration, raOK bool, nowM int64) {
 	t := h.tun
 	h.streak++
 	if h.streak >= t.DecayAfter {
@@ -237,6 +239,7 @@ func (c *Core) onResponse(h *host, ra time.Duration, raOK bool, nowM int64) {
 			c.pauseLocked(h, retryAfterTooLong(ra, t.MaxRetryAfter), nowM)
 		} else if g := addMono(nowM, ra); g > h.gate {
 			h.gate = g
+			c.event(h, EventRetryAfter, nowM, fmt.Sprintf("HTTP %d with Retry-After %v", status, ra.Round(time.Millisecond)))
 		}
 	}
 }

@@ -297,8 +297,21 @@ func TestGovernor_G7_Decay(t *testing.T) {
 	assert.Contains(t, h.kinds("a"), EventDecay)
 
 	h.advance(time.Hour)
+	h.mu.Lock()
+	h.events = nil
+	h.mu.Unlock()
 	step(200, "45")
 	assert.GreaterOrEqual(t, h.snap("a").GateIn, 45*time.Second, "a non-throttle Retry-After is a floor")
+	// G10, S4: that wait is an event, which has the host written at once, so a crash right
+	// after does not forget it.
+	h.mu.Lock()
+	require.Len(t, h.events, 1)
+	assert.Equal(t, EventRetryAfter, h.events[0].Kind)
+	assert.Equal(t, "HTTP 200 with Retry-After 45s", h.events[0].Detail)
+	h.mu.Unlock()
+	h.advance(time.Minute)
+	step(200, "0") // moves no gate: no event
+	assert.Equal(t, []EventKind{EventRetryAfter}, h.kinds("a")[len(h.kinds("a"))-1:])
 }
 
 func TestGovernor_G9_Pause(t *testing.T) {

@@ -70,6 +70,7 @@ type Core struct {
 	clock    func() time.Time
 
 	defaults     *tunables
+	emptyBuckets bool // hosts start with an empty bucket (see StartBucketsEmpty)
 	hosts        []*host
 	byKey        map[string]int32
 	jobs         map[int64]jobLoc
@@ -216,10 +217,11 @@ const (
 	EventReset                                // user: reset the breaker to closed (B5)
 	EventTrip                                 // user: trip the breaker open (B5)
 	EventRetune                               // tunables changed (G2)
+	EventRetryAfter                           // Retry-After on a response that is not a throttle (G7)
 )
 
 var eventNames = [...]string{"", "throttle", "decay", "breaker-open", "breaker-half-open", "breaker-closed",
-	"pause", "resume", "probe-now", "reset", "trip", "retune"}
+	"pause", "resume", "probe-now", "reset", "trip", "retune", "retry-after"}
 
 // String returns a short name such as "throttle" or "breaker-open".
 func (k EventKind) String() string {
@@ -327,9 +329,27 @@ func (c *Core) getHost(key string, now time.Time) *host {
 	h := &host{key: key, idx: int32(len(c.hosts)), heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime}
 	h.br.openedAt = noTime
 	h.applyTunables(c.defaults, now)
+	if c.emptyBuckets {
+		h.restoreTokens(0, 0, now)
+	}
 	c.hosts = append(c.hosts, h)
 	c.byKey[key] = h.idx
 	return h
+}
+
+// StartBucketsEmpty empties every host's token bucket at now, and has each
+// host the core meets later start empty too: after a crash the requests of
+// the last moments before it may be missing from the saved buckets, of
+// hosts it knew and of hosts whose state it never wrote (G2).
+func (c *Core) StartBucketsEmpty(now time.Time) {
+	c.mu.Lock()
+	c.emptyBuckets = true
+	nowM := c.mono(now)
+	for _, h := range c.hosts {
+		h.restoreTokens(0, 0, now)
+		c.place(h, now, nowM)
+	}
+	c.unlock()
 }
 
 func (c *Core) lookup(key string) *host {
@@ -693,7 +713,7 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 	case throttled:
 		c.onThrottle(h, &d, o.Status, ra, raOK, nowM)
 	case o.Status > 0:
-		c.onResponse(h, ra, raOK, nowM)
+		c.onResponse(h, o.Status, ra, raOK, nowM)
 	}
 	failure := BreakerFailure(o.Class, o.Status)
 	// A success is an HTTP response that is not a failure (404 is the URL's
