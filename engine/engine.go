@@ -1340,8 +1340,19 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 		if reason == "" {
 			reason = fmt.Sprintf("download of %s did not complete (%s)", lastURL, res.Class)
 		}
+		empty := resume.Part != "" && resume.Bytes == 0
+		if empty {
+			resume = Resume{} // nothing to resume from: the part is not kept
+		}
 		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
 			err = e.store.MarkFailed(ctx, job.ID, reason, res.Status)
+		}
+		if err == nil && empty {
+			// Recorded without it first: a crash in between leaves an
+			// orphan, which the next start removes (removeOrphans).
+			if rerr := e.fetch.RemovePart(res.Part); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+				e.log.Error("removing the empty part of a failed download", "part", res.Part, "err", rerr)
+			}
 		}
 	}
 	switch {

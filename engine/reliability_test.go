@@ -697,13 +697,11 @@ func TestReliability_B15_MalformedFraming(t *testing.T) {
 			r.add(base + "/f.bin")
 			r.run()
 
-			for name, content := range r.files() {
-				assert.True(t, strings.HasSuffix(name, ".part"), "no final file, got %q", name)
-				assert.Empty(t, content, "no body byte of a malformed response is kept")
-			}
+			assert.Empty(t, r.files(), "no final file, and no empty part left behind by the failed job")
 			j := r.job()
 			assert.Equal(t, storage.StateFailed, j.State)
 			assert.Contains(t, j.LastError, "gave up after 2 attempts")
+			assert.Empty(t, j.Part)
 			h := r.hist()
 			require.Len(t, h, 2)
 			assert.Equal(t, "retry", h[0].Outcome)
