@@ -250,11 +250,6 @@ func (p *progress) jobEnded(j engine.JobEnd) {
 			}
 			fmt.Fprintf(w, "%-8s %s: %s; %s\n", j.Outcome, j.URL, j.Err, next)
 		}
-	case "deferred": // neither a retry nor a throttle: its redirect's host must wait
-		if !p.quiet {
-			fmt.Fprintf(w, "waiting  %s: %s; next try in %s\n", j.URL, j.Err,
-				max(time.Until(j.NotBefore).Round(100*time.Millisecond), 0))
-		}
 	case "canceled":
 		if !p.quiet {
 			why := ""

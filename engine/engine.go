@@ -146,12 +146,12 @@ type JobEnd struct {
 	ID        int64
 	URL       string
 	Host      string
-	Outcome   string // ok, retry, throttled, failed, canceled; deferred: its redirect's host must wait
+	Outcome   string // ok, retry, throttled, failed, canceled
 	File      string // when ok: the final name in the download folder
 	Bytes     int64
 	SHA256    string
 	Err       string    // why it did not complete
-	NotBefore time.Time // retry, throttled, deferred: the earliest next try as things stand (R4)
+	NotBefore time.Time // retry, throttled: the earliest next try as things stand (R4)
 	Held      bool      // retry, throttled: the host is paused; the next try waits for its resume
 }
 
@@ -253,17 +253,6 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("loading whether the last run stopped cleanly: %w", err)
 	}
 	now := time.Now()
-	if running == "true" {
-		// The last run stopped without writing its hosts (a crash, a kill
-		// -9): the requests of its last hostSaveEvery may be missing from
-		// the saved buckets, so every host starts empty now and fills at
-		// its rate. No window then holds more than burst + rate·t requests
-		// across the crash (G2).
-		e.core.StartBucketsEmpty(now)
-		for i := range hosts {
-			hosts[i].Tokens, hosts[i].TokensAt = 0, now
-		}
-	}
 	for _, h := range hosts {
 		e.core.RestoreHost(h, now)
 	}
@@ -280,6 +269,16 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		return nil, fmt.Errorf("loading the queue: %w", err)
 	}
 	e.core.DirtyHosts() // what was just restored is already on disk
+	if running == "true" {
+		// The last run stopped without writing its hosts (a crash, a kill
+		// -9): the requests of its last hostSaveEvery may be missing from
+		// the saved buckets, so every host starts empty now and fills at
+		// its rate; no window then holds more than burst + rate·t requests
+		// across the crash (G2). The empty buckets are written with the
+		// next host states, so a run that stops before a host's next
+		// request does not hand its old bucket to the one after.
+		e.core.StartBucketsEmpty(now)
+	}
 	if loaded >= bigQueue {
 		e.core.Trim()
 	}
@@ -489,7 +488,7 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	// On disk before the first request: a crash from here on is known to
 	// the next start (see New), until stop has written every host.
 	if err := e.store.SetSetting(context.WithoutCancel(ctx), runningKey, "true"); err != nil {
-		return fmt.Errorf("%w that downloads run: %w", ErrNotRecorded, err)
+		return fmt.Errorf("the database cannot record that downloads start: %w", err)
 	}
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
@@ -604,9 +603,10 @@ const minFinishing = 64
 // saturated reports whether so many attempts are running that no new one
 // may start until one ends.
 func (e *Engine) saturated() bool {
-	// An attempt waiting for its redirect's host (at most hopWaitMax, or for
-	// a paused host) holds no connection and no file: it does not count.
-	n := e.running.Load() - e.hopWaiting.Load()
+	// An attempt waiting for its redirect's host holds no connection and no
+	// file: up to maxHopWaiting of them do not count, so that jobs
+	// redirected to one waiting host leave the other hosts their slots (L3).
+	n := e.running.Load() - min(e.hopWaiting.Load(), maxHopWaiting)
 	if n < minFinishing && e.finishing == 0 {
 		return false // below any bound: spares the core's lock on every dispatch
 	}
@@ -1083,12 +1083,6 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *acti
 			}
 			e.record(job, n, req.URL.String(), d.Host, start, end, res, dec, label)
 			hop, err := e.acquireHop(jctx, next)
-			if later := (*hopLater)(nil); errors.As(err, &later) {
-				notes.end()
-				e.finish(job, Decision{NotBefore: later.until, NextTry: later.until, Reason: later.Error()},
-					res, end, next.String(), "deferred")
-				return
-			}
 			if err != nil {
 				notes.end()
 				var dec Decision
@@ -1240,13 +1234,6 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 		if ok {
 			return d, nil
 		}
-		switch {
-		case !wake.IsZero() && time.Until(wake) > hopWaitMax:
-			return Dispatch{}, &hopLater{target: target.Redacted(), host: host, until: wake}
-		case !waiting && e.hopWaiting.Load() >= maxHopWaiting:
-			// So many wait already (for a paused host) that this one looks again later.
-			return Dispatch{}, &hopLater{target: target.Redacted(), host: host, until: time.Now().Add(hopRecheck)}
-		}
 		if !waiting {
 			waiting = true
 			e.hopWaiting.Add(1)
@@ -1277,31 +1264,10 @@ func (e *Engine) acquireHop(ctx context.Context, target *url.URL) (Dispatch, err
 	}
 }
 
-// hopWaitMax is the longest an attempt waits in place for its redirect's
-// host (its gate, token, jitter or breaker). A longer wait hands the job
-// back to the queue until then (hopLater), so that jobs redirected to one
-// waiting host never hold the slots other hosts need (L3).
-const hopWaitMax = 2 * time.Second
-
-// maxHopWaiting is how many attempts may wait in place for their redirect's
-// host at once; past it, an attempt whose redirect must wait is handed back
-// to the queue for hopRecheck.
-const (
-	maxHopWaiting = 1024
-	hopRecheck    = time.Minute
-)
-
-// hopLater is why an attempt whose redirect's host must wait longer than
-// hopWaitMax goes back to the queue.
-type hopLater struct {
-	target, host string
-	until        time.Time
-}
-
-func (h *hopLater) Error() string {
-	return fmt.Sprintf("redirected to %s, whose host %s must wait %s", h.target, h.host,
-		max(time.Until(h.until), 0).Round(100*time.Millisecond))
-}
+// maxHopWaiting is how many attempts waiting for their redirect's host do
+// not count towards saturated: past it, they count again, which bounds what
+// they hold (a goroutine and a job each).
+const maxHopWaiting = 1024
 
 // finish moves the job to the state its attempt earned and, for a retry,
 // queues it again behind its delay and its host's gate (R4).
@@ -1321,14 +1287,6 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 		case errors.Is(err, ErrNotQueued):
 			err = e.store.SaveResume(ctx, job.ID, resume)
 		}
-	case "deferred":
-		// Its redirect's host must wait (hopLater): the job waits as long in
-		// the queue, holding nothing, and uses up no attempt.
-		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason, GiveBack: true,
-			Resume: resume})
-		if err == nil {
-			e.core.Add(job.ID, job.Host, dec.NotBefore)
-		}
 	case "retry", "throttled":
 		err = e.store.MarkQueued(ctx, job.ID, Requeued{NotBefore: dec.NotBefore, Err: dec.Reason,
 			Status: res.Status, Throttled: dec.Throttled, Resume: resume})
@@ -1340,19 +1298,18 @@ func (e *Engine) finish(job JobRecord, dec Decision, res fetch.Result, end time.
 		if reason == "" {
 			reason = fmt.Sprintf("download of %s did not complete (%s)", lastURL, res.Class)
 		}
-		empty := resume.Part != "" && resume.Bytes == 0
-		if empty {
-			resume = Resume{} // nothing to resume from: the part is not kept
+		if resume.Part != "" && resume.Bytes == 0 {
+			// A failed job whose part is empty leaves none behind. The
+			// part is looked at, not the attempt's count: one that failed
+			// to open its part reports no bytes of a part that has some.
+			if gone, rerr := e.fetch.RemoveEmptyPart(resume.Part); rerr != nil {
+				e.log.Error("removing the empty part of a failed download", "part", resume.Part, "err", rerr)
+			} else if gone {
+				resume = Resume{}
+			}
 		}
 		if err = e.store.SaveResume(ctx, job.ID, resume); err == nil {
 			err = e.store.MarkFailed(ctx, job.ID, reason, res.Status)
-		}
-		if err == nil && empty {
-			// Recorded without it first: a crash in between leaves an
-			// orphan, which the next start removes (removeOrphans).
-			if rerr := e.fetch.RemovePart(res.Part); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-				e.log.Error("removing the empty part of a failed download", "part", res.Part, "err", rerr)
-			}
 		}
 	}
 	switch {

@@ -899,18 +899,29 @@ func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
 	require.NoError(t, eng.Close())
 	require.NoError(t, db.Close())
 
-	db, err = storage.Open(dbPath)
-	require.NoError(t, err)
+	// A run stopped before the host's next token (nothing sent), then another: the empty
+	// bucket was written by the first, so the second does not start full either.
+	for _, early := range []bool{true, false} {
+		db, err = storage.Open(dbPath)
+		require.NoError(t, err)
+		eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: tun, Version: "test"})
+		require.NoError(t, err)
+		ctx, cancel = context.WithCancel(context.Background())
+		go func() { done <- eng.Run(ctx) }()
+		if early {
+			time.Sleep(100 * time.Millisecond)
+			require.Equal(t, 3, count(), "no request before the host's next token")
+		} else {
+			require.Eventually(t, func() bool { return count() >= 4 }, 10*time.Second, time.Millisecond)
+		}
+		cancel()
+		<-done
+		require.NoError(t, eng.Close())
+		if early {
+			require.NoError(t, db.Close())
+		}
+	}
 	defer db.Close()
-	eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: tun, Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	go func() { done <- eng.Run(ctx) }()
-	require.Eventually(t, func() bool { return count() >= 4 }, 10*time.Second, time.Millisecond)
-	cancel()
-	<-done
 	mu.Lock()
 	defer mu.Unlock()
 	// Not a timing claim: a bucket restored full would send three more within milliseconds.

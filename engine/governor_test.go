@@ -141,6 +141,29 @@ func TestGovernor_G4_JitterWhenTheBucketSetsThePace(t *testing.T) {
 	assert.Equal(t, WaitToken, h.snap("a").Waiting, "the bucket is what it waits for")
 }
 
+// G2 over G4 with a burst of 1: a bucket that holds one token keeps nothing
+// the jitter would delay, so the spacing runs from the last dispatch and
+// the sustained rate still converges to rate_per_min.
+func TestGovernor_G2_BurstOfOneKeepsItsRate(t *testing.T) {
+	tun := fast()
+	tun.RatePerMin, tun.Burst = 60, 1
+	tun.JitterMin, tun.JitterMax = 0, 250*time.Millisecond
+	h := newHarness(t, tun)
+	h.addN("a", 1, 400)
+	var starts []time.Time
+	for range 400 {
+		d, ok, wake := h.next()
+		if !ok {
+			h.now = wake
+			d = h.mustNext()
+		}
+		starts = append(starts, h.now)
+		h.observe(d, 200, "")
+	}
+	total := starts[len(starts)-1].Sub(starts[0]).Seconds()
+	assert.InDelta(t, 60*399/total, 60, 0.5, "requests per minute")
+}
+
 func TestGovernor_G5_BackoffWindow(t *testing.T) {
 	cases := []struct {
 		name      string

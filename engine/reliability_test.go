@@ -1431,8 +1431,8 @@ func TestReliability_E30_RedirectLoop(t *testing.T) {
 // L3, N2: jobs whose redirects lead to a host that must wait (here its
 // Retry-After) never hold the slots other hosts need: while many wait for
 // it, a retry on a third host still goes when it is due. Each such job
-// waits in the queue instead, uses up no attempt, and is done once the
-// host takes requests again.
+// waits for that host within its one attempt, holding no connection and no
+// file, and is done once the host takes requests again.
 func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
 	tun := fast()
 	tun.Retry.Jitter = false
@@ -1477,8 +1477,43 @@ func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
 		assert.Equal(t, storage.StateDone, j.State, "%s: %s", j.URL, j.LastError)
 		if strings.HasPrefix(j.URL, a.URL) {
 			assert.Equal(t, "from b /files/"+path.Base(j.URL), files[path.Base(j.URL)])
-			assert.Equal(t, 1, j.Attempts, "%s: waiting for b used up no attempt", j.URL)
+			assert.Equal(t, 1, j.Attempts, "%s: one attempt, which waited for b", j.URL)
 		}
 	}
 	assert.Len(t, b.seen(), 41, "b's 429, then each file once")
+}
+
+// A10, F5: an attempt that fails before it could open its part (here the
+// part has a second link, which Heed refuses to write through) reports no
+// bytes; the part's bytes are kept all the same, for a resume — only an
+// empty part of a failed job is removed.
+func TestReliability_A10_PartWithBytesKeptWhenItCannotBeOpened(t *testing.T) {
+	content := pattern(100 << 10)
+	tun := fast()
+	tun.Retry.MaxAttempts = 1
+	r := newRel(t, engine.Options{Defaults: tun})
+	srv := newServer(t, func(w http.ResponseWriter, req *http.Request, n int) {
+		if n == 0 {
+			cut(w, "HTTP/1.1 200 OK\r\nContent-Length: 102400\r\nETag: \"s1\"\r\n\r\n"+content[:70<<10], false)
+			return
+		}
+		serveContent(w, req, content, `"s1"`, modtime)
+	})
+	r.add(srv.URL + "/f.bin")
+	r.run()
+	j := r.job()
+	require.Equal(t, storage.StateFailed, j.State)
+	require.Equal(t, "f.bin.part", j.Part)
+	require.Equal(t, content[:70<<10], r.files()["f.bin.part"], "the cut body's part is kept")
+
+	require.NoError(t, os.Link(filepath.Join(r.dir, "f.bin.part"), filepath.Join(r.dir, "linked")))
+	_, err := r.eng.RetryURLs(context.Background(), []string{srv.URL + "/f.bin"})
+	require.NoError(t, err)
+	r.run()
+
+	j = r.job()
+	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Contains(t, j.LastError, "linked elsewhere")
+	assert.Equal(t, content[:70<<10], r.files()["f.bin.part"], "its bytes are kept")
+	assert.Equal(t, "f.bin.part", j.Part)
 }

@@ -329,24 +329,27 @@ func (c *Core) getHost(key string, now time.Time) *host {
 	h := &host{key: key, idx: int32(len(c.hosts)), heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime}
 	h.br.openedAt = noTime
 	h.applyTunables(c.defaults, now)
-	if c.emptyBuckets {
-		h.restoreTokens(0, 0, now)
-	}
 	c.hosts = append(c.hosts, h)
 	c.byKey[key] = h.idx
+	if c.emptyBuckets {
+		h.restoreTokens(0, 0, now)
+		c.markDirty(h)
+	}
 	return h
 }
 
 // StartBucketsEmpty empties every host's token bucket at now, and has each
 // host the core meets later start empty too: after a crash the requests of
 // the last moments before it may be missing from the saved buckets, of
-// hosts it knew and of hosts whose state it never wrote (G2).
+// hosts it knew and of hosts whose state it never wrote (G2). Every such
+// host is dirty, so that its empty bucket is written.
 func (c *Core) StartBucketsEmpty(now time.Time) {
 	c.mu.Lock()
 	c.emptyBuckets = true
 	nowM := c.mono(now)
 	for _, h := range c.hosts {
 		h.restoreTokens(0, 0, now)
+		c.markDirty(h)
 		c.place(h, now, nowM)
 	}
 	c.unlock()
@@ -606,10 +609,11 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 	// The spacing (G4) runs from the next token when the bucket is empty:
 	// else, at a sustained rate, the bucket alone would set every interval
 	// and requests would form the fixed rhythm the jitter is there to break.
-	// The bucket keeps what the jitter delays, so with a burst of 2 or more
-	// the rate still converges (G2); with a burst of 1 the jitter is on top.
+	// The bucket keeps what the jitter delays, so the rate still converges
+	// (G2). A bucket of 1 keeps nothing: there the spacing runs from this
+	// dispatch, and the rate wins over the rhythm.
 	from := nowM
-	if t := h.tokenReadyAt(now, nowM); t > from && t != never {
+	if t := h.tokenReadyAt(now, nowM); t > from && t != never && h.lim.Burst() >= 2 {
 		from = t
 	}
 	h.spaceUntil = addMono(from, c.drawJitter(h.tun))

@@ -168,10 +168,7 @@ type Requeued struct {
 	Err       string
 	Status    int
 	Throttled bool // a throttle response: counted apart from attempts (R3)
-	// GiveBack: the attempt could not go on for a reason that is not the
-	// job's (its redirect's host must wait); it uses up no attempt.
-	GiveBack bool
-	Resume   Resume
+	Resume    Resume
 }
 
 // Completed describes a finished download.

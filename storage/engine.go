@@ -219,7 +219,7 @@ func progressOf(r engine.Resume) Progress {
 func (s engineStore) MarkQueued(ctx context.Context, id int64, r engine.Requeued) error {
 	p := progressOf(r.Resume)
 	return notQueued(s.db.MarkQueued(ctx, id, Retry{NotBefore: r.NotBefore, Err: r.Err, Status: r.Status,
-		Throttled: r.Throttled, GiveBack: r.GiveBack, Progress: &p}))
+		Throttled: r.Throttled, Progress: &p}))
 }
 
 func (s engineStore) MarkFailed(ctx context.Context, id int64, reason string, status int) error {

@@ -496,9 +496,6 @@ type Retry struct {
 	// Throttled: the response was a throttle response. It counts in Job.Throttled and gives back
 	// the attempt MarkActive counted: throttles use no attempt (R3).
 	Throttled bool
-	// GiveBack gives back the attempt MarkActive counted, and counts nothing else: the attempt
-	// could not go on for a reason that is not the job's (its redirect's host must wait).
-	GiveBack bool
 	// Progress, if set, is saved in the same commit: what is on disk for the resume.
 	Progress *Progress
 }
@@ -506,23 +503,20 @@ type Retry struct {
 // MarkQueued moves an active job back to queued, to be retried not before r.NotBefore.
 // A job that is not active gives ErrStateConflict.
 func (db *DB) MarkQueued(ctx context.Context, id int64, r Retry) error {
-	thr, back := 0, 0
+	thr := 0
 	if r.Throttled {
-		thr, back = 1, 1
-	}
-	if r.GiveBack {
-		back = 1
+		thr = 1
 	}
 	if p := r.Progress; p != nil {
 		return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
-			last_error = ?, last_status = ?, throttled = throttled + ?, attempts = max(attempts - ?, 0), updated_at = ?,
+			last_error = ?, last_status = ?, throttled = throttled + ?, attempts = attempts - ?, updated_at = ?,
 			part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?
-			WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, back, nanos(db.now()),
+			WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, thr, nanos(db.now()),
 			p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, id)
 	}
 	return db.transition(ctx, "mark queued", id, `UPDATE jobs SET state = 'queued', not_before = ?,
-		last_error = ?, last_status = ?, throttled = throttled + ?, attempts = max(attempts - ?, 0), updated_at = ?
-		WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, back, nanos(db.now()), id)
+		last_error = ?, last_status = ?, throttled = throttled + ?, attempts = attempts - ?, updated_at = ?
+		WHERE id = ? AND state = 'active'`, nanos(r.NotBefore), r.Err, r.Status, thr, thr, nanos(db.now()), id)
 }
 
 // Done describes a completed download.

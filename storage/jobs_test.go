@@ -158,24 +158,6 @@ func TestTransitions_J3_AttemptsAndFields(t *testing.T) {
 	assert.Equal(t, 1, j.Throttled)
 }
 
-// L3: an attempt handed back because its redirect's host must wait uses up no attempt and is
-// not counted as a throttle.
-func TestTransitions_L3_GiveBackUsesNoAttempt(t *testing.T) {
-	db, _ := openTest(t)
-	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
-	for range 3 {
-		n, err := db.MarkActive(bg, id)
-		require.NoError(t, err)
-		assert.Equal(t, 1, n)
-		require.NoError(t, db.MarkQueued(bg, id, Retry{Err: "redirected to b.example, which must wait", GiveBack: true}))
-	}
-	j, err := db.Job(bg, id)
-	require.NoError(t, err)
-	assert.Equal(t, StateQueued, j.State)
-	assert.Zero(t, j.Attempts)
-	assert.Zero(t, j.Throttled)
-}
-
 func TestTransitions_J3_RefusedInWrongState(t *testing.T) {
 	db, _ := openTest(t)
 	type call func(id int64) error

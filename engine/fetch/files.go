@@ -504,6 +504,24 @@ func (f *Fetcher) RemovePart(part string) error {
 	return f.root.Remove(part)
 }
 
+// RemoveEmptyPart removes part if it is an empty regular file, and leaves
+// it otherwise: whatever a failed attempt reported, a part that holds bytes
+// (from an earlier attempt) is kept for a resume. It reports whether it
+// removed it.
+func (f *Fetcher) RemoveEmptyPart(part string) (bool, error) {
+	if !isPartName(part) {
+		return false, fmt.Errorf("remove %q: %w", part, errConfined)
+	}
+	st, err := f.root.Lstat(part)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != 0 {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = nil
+		}
+		return false, err
+	}
+	return true, f.root.Remove(part)
+}
+
 // pick returns the first of base's candidates (F3) that is free now and not
 // in taken.
 func (f *Fetcher) pick(base string, taken map[string]bool) (string, error) {

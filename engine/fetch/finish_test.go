@@ -349,3 +349,26 @@ func TestFetch_F3_ManyCopiesOfOneName(t *testing.T) {
 	require.True(t, res.Done, "%v", res.Err)
 	assert.Equal(t, "same (10004).bin", res.File)
 }
+
+// A failed job leaves no empty part, but a part that holds bytes stays for
+// a resume, whatever the failed attempt reported; a name that is not a part
+// is refused (F1).
+func TestRemoveEmptyPart_OnlyAnEmptyPart(t *testing.T) {
+	e := newEnv(t, nil)
+	require.NoError(t, os.WriteFile(filepath.Join(e.dl, "empty.bin.part"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(e.dl, "some.bin.part"), []byte("500 bytes of an earlier attempt"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(e.dl, "kept.bin"), nil, 0o644))
+
+	gone, err := e.f.RemoveEmptyPart("empty.bin.part")
+	require.NoError(t, err)
+	assert.True(t, gone)
+	gone, err = e.f.RemoveEmptyPart("some.bin.part")
+	require.NoError(t, err)
+	assert.False(t, gone, "a part with bytes is kept")
+	gone, err = e.f.RemoveEmptyPart("missing.bin.part")
+	require.NoError(t, err)
+	assert.False(t, gone)
+	_, err = e.f.RemoveEmptyPart("kept.bin")
+	assert.ErrorIs(t, err, errConfined)
+	assert.Equal(t, map[string]string{"some.bin.part": "500 bytes of an earlier attempt", "kept.bin": ""}, e.files())
+}
