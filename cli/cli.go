@@ -235,16 +235,15 @@ func openExisting(env Env, c *common) (*storage.DB, int) {
 		return nil, ExitUnusable
 	}
 	db, err := storage.Open(path)
-	switch {
-	case errors.Is(err, storage.ErrLocked):
-		// A heed get or the window is running on it: list what it has committed.
-		if db, err = storage.OpenReader(path); err == nil {
-			fmt.Fprintf(env.Stderr, "heed: another Heed is running on %s: listing it as of now\n", path)
+	// A heed get or the window is running on it, or another program holds a
+	// lock on it: list what is committed.
+	if locked, busy := errors.Is(err, storage.ErrLocked), errors.Is(err, storage.ErrBusy); locked || busy {
+		who := "another Heed is running on"
+		if busy {
+			who = "another program holds a lock on"
 		}
-	case errors.Is(err, storage.ErrBusy):
-		// Another program holds a write lock on it: what is committed can still be read.
 		if db, err = storage.OpenReader(path); err == nil {
-			fmt.Fprintf(env.Stderr, "heed: another program holds a lock on %s: listing it as of now\n", path)
+			fmt.Fprintf(env.Stderr, "heed: %s %s: listing it as of now\n", who, path)
 		}
 	}
 	if err != nil {

@@ -547,15 +547,7 @@ func TestEngine_U7_PauseAllRemembered(t *testing.T) {
 // get` run once per URL at 60 requests a minute, burst 1, sends the second
 // request a second after the first, not at once with a fresh bucket.
 func TestEngine_G2_NextRunKeepsTheHostsRate(t *testing.T) {
-	var mu sync.Mutex
-	var seen []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, time.Now())
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
+	srv, arrivals := stampServer(t)
 	tun := fast()
 	tun.RatePerMin, tun.Burst, tun.MaxInflight = 60, 1, 1
 	r := newRig(t, engine.Options{Defaults: tun})
@@ -567,8 +559,7 @@ func TestEngine_G2_NextRunKeepsTheHostsRate(t *testing.T) {
 		r.add(u)
 		r.runIdle()
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	seen := arrivals()
 	require.Len(t, seen, 2)
 	// Not a timing claim: a bucket restored full would send it within milliseconds.
 	assert.GreaterOrEqual(t, seen[1].Sub(seen[0]), 900*time.Millisecond, "a token a second, across runs")
@@ -846,6 +837,20 @@ func TestEngine_S5_FinishingDownloadsBounded(t *testing.T) {
 	assert.Equal(t, int64(40), counts[storage.StateDone])
 }
 
+// stampServer answers every request "ok" and returns when each arrived.
+func stampServer(t *testing.T) (*httptest.Server, func() []time.Time) {
+	var mu sync.Mutex
+	var seen []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, time.Now())
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []time.Time { mu.Lock(); defer mu.Unlock(); return slices.Clone(seen) }
+}
+
 // crashedBeforeSaving is a Store that loses what a run writes of its hosts
 // and of having stopped, as a kill -9 between two writes of host states does.
 type crashedBeforeSaving struct{ engine.Store }
@@ -864,16 +869,8 @@ func (c crashedBeforeSaving) SetSetting(ctx context.Context, key, value string) 
 // the requests the lost writes would have counted must not come again as a
 // fresh burst.
 func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
-	var mu sync.Mutex
-	var seen []time.Time
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		seen = append(seen, time.Now())
-		mu.Unlock()
-		io.WriteString(w, "ok")
-	}))
-	defer srv.Close()
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	srv, arrivals := stampServer(t)
+	count := func() int { return len(arrivals()) }
 	tun := fast()
 	tun.RatePerMin, tun.Burst, tun.MaxInflight = 60, 3, 3
 	base := t.TempDir()
@@ -922,8 +919,7 @@ func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
 		}
 	}
 	defer db.Close()
-	mu.Lock()
-	defer mu.Unlock()
+	seen := arrivals()
 	// Not a timing claim: a bucket restored full would send three more within milliseconds.
 	assert.GreaterOrEqual(t, seen[3].Sub(seen[2]), 900*time.Millisecond, "a token a second, across the crash")
 	v, err := db.GetSetting(context.Background(), "running")

@@ -78,17 +78,7 @@ func TestGovernor_G4_SpacingJitter(t *testing.T) {
 	tun.JitterMin, tun.JitterMax = 100*time.Millisecond, 200*time.Millisecond
 	h := newHarness(t, tun)
 	h.addN("a", 1, 50)
-	var starts []time.Time
-	for range 50 {
-		d, ok, wake := h.next()
-		if !ok {
-			require.False(t, wake.IsZero())
-			h.now = wake
-			d = h.mustNext()
-		}
-		starts = append(starts, h.now)
-		h.observe(d, 200, "")
-	}
+	starts := h.serveInTurn(50)
 	gaps := map[time.Duration]bool{}
 	for i := 1; i < len(starts); i++ {
 		g := starts[i].Sub(starts[i-1])
@@ -109,17 +99,7 @@ func TestGovernor_G4_JitterWhenTheBucketSetsThePace(t *testing.T) {
 	tun.JitterMin, tun.JitterMax = 300*time.Millisecond, 600*time.Millisecond
 	h := newHarness(t, tun)
 	h.addN("a", 1, 201) // one left queued at the end, waiting
-	var starts []time.Time
-	for range 200 {
-		d, ok, wake := h.next()
-		if !ok {
-			require.False(t, wake.IsZero())
-			h.now = wake
-			d = h.mustNext()
-		}
-		starts = append(starts, h.now)
-		h.observe(d, 200, "")
-	}
+	starts := h.serveInTurn(200)
 	gaps := map[time.Duration]int{}
 	for i := 1; i < len(starts); i++ {
 		g := starts[i].Sub(starts[i-1]).Round(time.Millisecond)
@@ -150,16 +130,7 @@ func TestGovernor_G2_BurstOfOneKeepsItsRate(t *testing.T) {
 	tun.JitterMin, tun.JitterMax = 0, 250*time.Millisecond
 	h := newHarness(t, tun)
 	h.addN("a", 1, 400)
-	var starts []time.Time
-	for range 400 {
-		d, ok, wake := h.next()
-		if !ok {
-			h.now = wake
-			d = h.mustNext()
-		}
-		starts = append(starts, h.now)
-		h.observe(d, 200, "")
-	}
+	starts := h.serveInTurn(400)
 	total := starts[len(starts)-1].Sub(starts[0]).Seconds()
 	assert.InDelta(t, 60*399/total, 60, 0.5, "requests per minute")
 }

@@ -50,6 +50,25 @@ func (h *harness) advance(d time.Duration) { h.now = h.now.Add(d) }
 
 func (h *harness) next() (Dispatch, bool, time.Time) { return h.c.Next(h.now) }
 
+// serveInTurn dispatches n jobs one after the other, each at the first
+// instant it may go and each answered 200 at once, and returns when each
+// started.
+func (h *harness) serveInTurn(n int) []time.Time {
+	h.t.Helper()
+	starts := make([]time.Time, 0, n)
+	for range n {
+		d, ok, wake := h.next()
+		if !ok {
+			require.False(h.t, wake.IsZero(), "a job is waiting for nothing")
+			h.now = wake
+			d = h.mustNext()
+		}
+		starts = append(starts, h.now)
+		h.observe(d, 200, "")
+	}
+	return starts
+}
+
 func (h *harness) mustNext() Dispatch {
 	h.t.Helper()
 	d, ok, wake := h.c.Next(h.now)
