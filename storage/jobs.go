@@ -127,6 +127,7 @@ func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error)
 				it.ID, _ = r.LastInsertId()
 				it.State = StateQueued
 				res.Queued++
+				w.created(it.ID, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
 				continue
 			}
 			if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
@@ -230,6 +231,7 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 		if db.starts.isPending(id) {
 			return fmt.Errorf("job %d is active: %w", id, ErrStateConflict)
 		}
+		w.forget(id)
 		j, err = scanJob(st.QueryRow(nanos(db.now()), id))
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -261,6 +263,10 @@ func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 	startable := make([]int64, len(ids))
 	for i, id := range ids {
 		if db.starts.isPending(id) {
+			continue
+		}
+		if j, ok := db.fresh.take(id); ok {
+			jobs[i], startable[i] = j, id
 			continue
 		}
 		j, err := scanJob(db.rJob.QueryRowContext(ctx, id))
@@ -577,6 +583,7 @@ func (db *DB) QueueProgress(id int64, p Progress) error {
 
 func saveProgress(db *DB, id int64, p Progress) func(*wtx) error {
 	return func(w *wtx) error {
+		w.forget(id)
 		r, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?,
 			updated_at = ? WHERE id = ?`, p.Part, p.Bytes, p.Size, p.ETag, p.LastModified, nanos(db.now()), id)
 		if err != nil {
@@ -615,6 +622,7 @@ func (db *DB) SetJobState(ctx context.Context, ids []int64, to State) ([]int64, 
 		changed = changed[:0]
 		now := nanos(db.now())
 		for _, id := range ids {
+			w.forget(id) // under startMu when it pauses or cancels: no start takes the job meanwhile
 			r, err := w.exec(q, string(to), now, id)
 			if err != nil {
 				return err

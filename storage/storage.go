@@ -167,6 +167,7 @@ type DB struct {
 	ops      chan op
 	starts   *startLog     // job starts not yet applied to the jobs table (see startLog)
 	startMu  sync.RWMutex  // StartJobs (read) against transactions that unqueue jobs (write)
+	fresh    freshJobs     // jobs created and not started, as their rows stand (see freshJobs)
 	rJob     *sql.Stmt     // reads a job by id, on the read-only pool
 	kick     chan struct{} // wakes the checkpointer after a commit
 	ckptStop chan struct{}

@@ -24,7 +24,8 @@ type op struct {
 
 // wtx is the writer's transaction, open on db.wc.
 type wtx struct {
-	db *DB
+	db    *DB
+	fresh map[int64]freshJob // jobs this transaction created, kept once it commits (see freshJobs)
 }
 
 // stmt returns query prepared on the writer's connection: prepared once, the
@@ -168,6 +169,7 @@ func (db *DB) runTx(ops []op) (err error) {
 		return err
 	}
 	db.starts.applied(applied)
+	db.fresh.keep(w.fresh)
 	db.commits.Add(1)
 	select {
 	case db.kick <- struct{}{}:
