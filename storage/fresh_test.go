@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,63 @@ func TestFreshJobs_KeepsAtMostMaxFresh(t *testing.T) {
 	f.keep(created)
 	f.keep(map[int64]freshJob{maxFresh + 100: {}})
 	assert.Equal(t, maxFresh, f.len())
+}
+
+// J3: a start that comes as Enqueue commits, before the new job is kept, waits for it to be kept
+// and takes it: it does not start the job from its row and leave it kept, to be started again.
+func TestStartJobs_J3_StartAsEnqueueCommitsTakesTheKeptJob(t *testing.T) {
+	db, _ := openTest(t)
+	started := make(chan []Job, 1)
+	db.afterCommit = func() {
+		db.afterCommit = nil // the writer's own field: the next commits run no hook
+		go func() {
+			js, err := db.StartJobs(bg, []int64{1})
+			assert.NoError(t, err)
+			started <- js
+		}()
+		time.Sleep(50 * time.Millisecond) // the start has read the row by now, unless it waits
+	}
+	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
+	require.Equal(t, int64(1), id)
+	js := <-started
+	require.Equal(t, id, js[0].ID, "started once")
+	assert.Zero(t, db.fresh.len(), "not kept once started")
+
+	require.NoError(t, db.Flush(bg))
+	again, err := db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	assert.Zero(t, again[0].ID, "an active job is not started a second time")
+}
+
+// A kept job holds copies of its URL and host, not the text they were cut from: one job left
+// kept would otherwise keep a whole paste in memory.
+func TestStartJobs_KeptJobHoldsNoPartOfThePaste(t *testing.T) {
+	db, _ := openTest(t)
+	paste := "https://a.example/ a.example"
+	id := enqueueURLs(t, db, paste[19:], paste[:18])[0]
+	j, ok := db.fresh.take(id)
+	require.True(t, ok)
+	require.Equal(t, "https://a.example/", j.URL)
+	require.Equal(t, "a.example", j.Host)
+	for _, s := range []string{j.URL, j.Host} {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		start := uintptr(unsafe.Pointer(unsafe.StringData(paste)))
+		assert.False(t, p >= start && p < start+uintptr(len(paste)), "%q points into the paste", s)
+	}
+}
+
+// J3: a job given twice to one StartJobs starts once.
+func TestStartJobs_J3_JobGivenTwiceStartsOnce(t *testing.T) {
+	db, _ := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/kept", "https://a.example/read")
+	db.fresh.forget(ids[1])
+	got, err := db.StartJobs(bg, []int64{ids[0], ids[0], ids[1], ids[1]})
+	require.NoError(t, err)
+	assert.Equal(t, []int64{ids[0], 0, ids[1], 0}, []int64{got[0].ID, got[1].ID, got[2].ID, got[3].ID})
+	require.NoError(t, db.Flush(bg))
+	for _, id := range ids {
+		j, err := db.Job(bg, id)
+		require.NoError(t, err)
+		assert.Equal(t, 1, j.Attempts)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,7 +91,7 @@ func (l *startLog) reset() error {
 }
 
 // append logs a start at for each job of ids, and returns which were logged: not one already
-// pending. It returns once the records are written (and synced, under WithSyncFull).
+// pending, nor one given twice. It returns once the records are written (and synced, under WithSyncFull).
 func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,7 +99,7 @@ func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 	buf := make([]byte, 0, startRecord*len(ids))
 	seq := l.seq
 	for i, id := range ids {
-		if _, dup := l.pending[id]; dup || id == 0 {
+		if _, dup := l.pending[id]; dup || id == 0 || slices.Contains(ids[:i], id) {
 			continue
 		}
 		seq++

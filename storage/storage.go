@@ -181,6 +181,7 @@ type DB struct {
 	batchMax int
 
 	commits      atomic.Int64 // transactions committed by the writer, for tests
+	afterCommit  func()       // tests: runs on the writer right after each commit
 	checkpointed atomic.Int64 // pages the background checkpoints copied, for tests
 
 	errMu    sync.Mutex

@@ -135,8 +135,10 @@ func (db *DB) runBatch(batch []op) {
 }
 
 func (db *DB) runTx(ops []op) (err error) {
+	locked := false
 	for _, o := range ops {
 		if o.unqueues {
+			locked = true
 			db.startMu.Lock()
 			defer db.startMu.Unlock()
 			break
@@ -165,8 +167,17 @@ func (db *DB) runTx(ops []op) (err error) {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
 	}
+	if len(w.fresh) > 0 && !locked {
+		// A start reads a created row after the commit, so it would find the job queued and
+		// start it before keep kept it: it waits for keep, and takes the kept job.
+		db.startMu.Lock()
+		defer db.startMu.Unlock()
+	}
 	if _, err := db.wc.ExecContext(ctx, "COMMIT"); err != nil {
 		return err
+	}
+	if db.afterCommit != nil {
+		db.afterCommit()
 	}
 	db.starts.applied(applied)
 	db.fresh.keep(w.fresh)
