@@ -248,8 +248,14 @@ func applyStarts(w *wtx) (map[int64]pendingStart, error) {
 	if len(starts) == 0 {
 		return nil, nil
 	}
+	ids := make([]int64, 0, len(starts))
+	for id := range starts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
 	last := int64(0)
-	for id, p := range starts {
+	for _, id := range ids {
+		p := starts[id]
 		if _, err := w.exec(qApplyStart, p.at, id); err != nil {
 			return nil, err
 		}
