@@ -58,6 +58,9 @@ func (f *freshJobs) take(id int64) (Job, bool) {
 	j, ok := f.jobs[id]
 	if ok {
 		delete(f.jobs, id)
+		if len(f.jobs) == 0 {
+			f.jobs = nil // a map does not shrink: the next paste makes a new one
+		}
 	}
 	f.mu.Unlock()
 	if !ok {

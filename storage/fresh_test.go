@@ -176,3 +176,29 @@ func TestStartJobs_J3_JobGivenTwiceStartsOnce(t *testing.T) {
 		assert.Equal(t, 1, j.Attempts)
 	}
 }
+
+// J3: in a long list too, a job given twice starts once.
+func TestStartJobs_J3_JobGivenTwiceInALongListStartsOnce(t *testing.T) {
+	db, _ := openTest(t)
+	urls := make([]string, 70)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("https://a.example/%d", i)
+	}
+	ids := enqueueURLs(t, db, "a.example", urls...)
+	got, err := db.StartJobs(bg, append(ids, ids[3]))
+	require.NoError(t, err)
+	for i := range ids {
+		assert.Equal(t, ids[i], got[i].ID)
+	}
+	assert.Zero(t, got[len(ids)].ID, "given twice")
+}
+
+// The kept jobs' map goes once the last of them started: a big paste leaves none behind.
+func TestFreshJobs_MapGoesWhenEmpty(t *testing.T) {
+	var f freshJobs
+	f.keep(map[int64]freshJob{1: {}, 2: {}})
+	f.take(1)
+	require.NotNil(t, f.jobs)
+	f.take(2)
+	assert.Nil(t, f.jobs)
+}

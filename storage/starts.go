@@ -98,8 +98,18 @@ func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 	logged := make([]bool, len(ids))
 	buf := make([]byte, 0, startRecord*len(ids))
 	seq := l.seq
+	var given map[int64]bool // the ids seen so far, for a long list
+	if len(ids) > 64 {
+		given = make(map[int64]bool, len(ids))
+	}
 	for i, id := range ids {
-		if _, dup := l.pending[id]; dup || id == 0 || slices.Contains(ids[:i], id) {
+		twice := false
+		if given != nil {
+			twice, given[id] = given[id], true
+		} else {
+			twice = slices.Contains(ids[:i], id)
+		}
+		if _, dup := l.pending[id]; dup || id == 0 || twice {
 			continue
 		}
 		seq++
