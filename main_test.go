@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -39,4 +41,28 @@ func TestRun_FlagsBeforeTheCommandGetAHint(t *testing.T) {
 	assert.Equal(t, cli.ExitUsage, code)
 	assert.Contains(t, errb.String(), "flags go after the command: heed jobs --db my.db")
 	assert.NoFileExists(t, "my.db")
+}
+
+// The toolkit wires the main goroutine to the main thread as the program
+// starts; a headless command runs on a goroutine of its own, which is not.
+func TestHeadless_RunsOffTheCallersGoroutine(t *testing.T) {
+	runtime.LockOSThread() // as the toolkit's init does to main
+	defer runtime.UnlockOSThread()
+	caller := goroutineID(t)
+	var ran string
+	code := headless(func() int { ran = goroutineID(t); return 3 })
+	assert.Equal(t, 3, code)
+	assert.NotEmpty(t, ran)
+	assert.NotEqual(t, caller, ran, "the command ran on the wired goroutine")
+}
+
+// goroutineID is the number runtime.Stack gives the calling goroutine.
+func goroutineID(t *testing.T) string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, ok := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	if !ok {
+		t.Fatalf("no goroutine number in %q", buf)
+	}
+	return id
 }
