@@ -136,7 +136,8 @@ func (a *attempt) run(parent context.Context) {
 		}
 	}
 
-	resp, err := a.f.client.Do(hreq)
+	resp, err := a.f.client.Load().Do(hreq)
+	a.f.rotate()
 	if err != nil {
 		if why, bad := malformed(err); bad {
 			a.fail(Refused, false, why)

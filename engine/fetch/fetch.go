@@ -35,6 +35,7 @@
 package fetch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -272,9 +273,12 @@ func (c Class) String() string {
 // by many goroutines; create one per download folder and Close it when done.
 type Fetcher struct {
 	root      *os.Root
-	dir       *os.File // the folder, opened through root
-	client    *http.Client
-	ownedTr   *http.Transport
+	dir       *os.File                    // the folder, opened through root
+	client    atomic.Pointer[http.Client] // the current one (see rotate)
+	newTr     func() *http.Transport      // builds the transport; nil for Config.Transport
+	trMu      sync.Mutex                  // rotate and Close
+	ownedTr   *http.Transport             // the current transport newTr built
+	dials     atomic.Int64                // connections dialed on it
 	ua        string
 	maxSize   int64
 	downgrade bool
@@ -341,15 +345,49 @@ func New(cfg Config) (*Fetcher, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		f.ownedTr = newTransport(cfg)
+		f.newTr = func() *http.Transport { return newTransport(cfg, func() { f.dials.Add(1) }) }
+		f.ownedTr = f.newTr()
 		tr = f.ownedTr
 	}
-	f.client = &http.Client{
+	f.client.Store(newClient(tr))
+	return f, nil
+}
+
+func newClient(tr http.RoundTripper) *http.Client {
+	return &http.Client{
 		Transport: tr,
 		// One hop per Do: the engine routes each hop through its host's governor.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return f, nil
+}
+
+// An *http.Transport keeps, for every host it dialed, what the request that
+// dialed waited with (its wantConn and context), until that host is asked
+// again or one of its connections goes idle, which for a host that refused
+// the connection never comes (golang/go#50798). A crawl over 100,000 hosts
+// grew by some 40 MB in 16 s that way. So after transportDials connections
+// the fetcher moves to a fresh transport: the old one finishes what it
+// carries, closes its connections as they go idle, and is collected with
+// all it kept.
+var transportDials int64 = 4096
+
+// rotate moves to a fresh transport once the current one dialed
+// transportDials connections.
+func (f *Fetcher) rotate() {
+	if f.newTr == nil || f.dials.Load() < transportDials {
+		return
+	}
+	f.trMu.Lock()
+	if f.dials.Load() < transportDials { // another request moved first
+		f.trMu.Unlock()
+		return
+	}
+	old := f.ownedTr
+	f.ownedTr = f.newTr()
+	f.dials.Store(0)
+	f.client.Store(newClient(f.ownedTr))
+	f.trMu.Unlock()
+	old.CloseIdleConnections() // and those that go idle later are closed too
 }
 
 // keptNames returns the lower-case names of the files in paths that are in
@@ -380,14 +418,18 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // newTransport builds the default transport (N1, F6).
-func newTransport(cfg Config) *http.Transport {
+// dialed is called as each connection is dialed.
+func newTransport(cfg Config, dialed func()) *http.Transport {
 	dialer := &net.Dialer{
 		Timeout:   orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
 		KeepAlive: 30 * time.Second,
 	}
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dialed()
+			return dialer.DialContext(ctx, network, addr)
+		},
 		TLSHandshakeTimeout:   orDefault(cfg.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout),
 		ResponseHeaderTimeout: orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		DisableCompression:    true,
@@ -402,9 +444,11 @@ func newTransport(cfg Config) *http.Transport {
 // Close releases the download folder and idle connections. Do must not be
 // called after Close.
 func (f *Fetcher) Close() error {
+	f.trMu.Lock()
 	if f.ownedTr != nil {
 		f.ownedTr.CloseIdleConnections()
 	}
+	f.trMu.Unlock()
 	f.dir.Close()
 	return f.root.Close()
 }

@@ -909,7 +909,7 @@ func TestNew_N1_DefaultTransport(t *testing.T) {
 	assert.Equal(t, DefaultResponseHeaderTimeout, tr.ResponseHeaderTimeout)
 	assert.Equal(t, DefaultIdleTimeout, f.idle)
 	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 16)
-	assert.Zero(t, f.client.Timeout, "no total timeout")
+	assert.Zero(t, f.client.Load().Timeout, "no total timeout")
 	assert.Equal(t, "Heed/dev", f.ua)
 
 	_, err = New(Config{})
@@ -1110,4 +1110,42 @@ func TestFetch_F8_FreeSpaceReadOncePerTenthOfASecond(t *testing.T) {
 		assert.Equal(t, int64(500), n)
 		assert.Equal(t, 3, reads)
 	})
+}
+
+// After transportDials connections the fetcher moves to a fresh transport,
+// so that what net/http keeps for each host it dialed is let go; the old
+// transport's connections are closed, and downloads go on over the new one.
+func TestFetch_N1_FreshTransportAfterManyDials(t *testing.T) {
+	prev := transportDials
+	transportDials = 3
+	t.Cleanup(func() { transportDials = prev })
+	e := newEnv(t, nil)
+	var closed atomic.Int64
+	hosts := make([]*httptest.Server, 5)
+	for i := range hosts {
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, "x")
+		}))
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				closed.Add(1)
+			}
+		}
+		ts.Start()
+		t.Cleanup(ts.Close)
+		hosts[i] = ts
+	}
+	first := e.f.client.Load()
+	for i, ts := range hosts[:3] {
+		res := e.f.Do(context.Background(), Request{URL: mustURL(t, fmt.Sprintf("%s/f%d.bin", ts.URL, i)), Size: -1}, nil)
+		require.Equal(t, OK, res.Class, "%v", res.Err)
+	}
+	assert.NotSame(t, first, e.f.client.Load(), "a fresh transport after 3 dials")
+	assert.Eventually(t, func() bool { return closed.Load() == 3 }, 5*time.Second, 10*time.Millisecond,
+		"the old transport's connections are closed")
+	for i, ts := range hosts[3:] {
+		res := e.f.Do(context.Background(), Request{URL: mustURL(t, fmt.Sprintf("%s/g%d.bin", ts.URL, i)), Size: -1}, nil)
+		require.Equal(t, OK, res.Class, "%v", res.Err)
+	}
+	assert.Equal(t, int64(2), e.f.dials.Load(), "the fresh transport dialed the next two")
 }
