@@ -136,8 +136,10 @@ func (a *attempt) run(parent context.Context) {
 		}
 	}
 
-	resp, err := a.f.client.Load().Do(hreq)
+	client := a.f.client.Load()
+	resp, err := client.Do(hreq)
 	a.f.rotate()
+	defer a.f.retire(client) // after the body is closed, below
 	if err != nil {
 		if why, bad := malformed(err); bad {
 			a.fail(Refused, false, why)

@@ -367,8 +367,8 @@ func newClient(tr http.RoundTripper) *http.Client {
 // the connection never comes (golang/go#50798). A crawl over 100,000 hosts
 // grew by some 40 MB in 16 s that way. So after transportDials connections
 // the fetcher moves to a fresh transport: the old one finishes what it
-// carries, closes its connections as they go idle, and is collected with
-// all it kept.
+// carries, its connections are closed as its requests end (see retire), and
+// it is collected with all it kept.
 var transportDials int64 = 4096
 
 // rotate moves to a fresh transport once the current one dialed
@@ -387,7 +387,18 @@ func (f *Fetcher) rotate() {
 	f.dials.Store(0)
 	f.client.Store(newClient(f.ownedTr))
 	f.trMu.Unlock()
-	old.CloseIdleConnections() // and those that go idle later are closed too
+	old.CloseIdleConnections()
+}
+
+// retire closes the idle connections of client's transport once the fetcher
+// moved on from it (see rotate). Each request that ends on an old transport
+// calls it: that transport's CloseIdleConnections closes a connection that
+// goes idle later only until its next request, and an HTTP/2 connection
+// only if idle at the call.
+func (f *Fetcher) retire(client *http.Client) {
+	if client != f.client.Load() {
+		client.CloseIdleConnections()
+	}
 }
 
 // keptNames returns the lower-case names of the files in paths that are in
