@@ -91,7 +91,8 @@ func (l *startLog) reset() error {
 }
 
 // append logs a start at for each job of ids, and returns which were logged: not one already
-// pending, nor one given twice. It returns once the records are written (and synced, under WithSyncFull).
+// pending, nor one given twice. It returns once the records are written (and synced, under
+// WithSyncFull).
 func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -17,6 +17,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// withTransportDials sets transportDials to n for the test.
+func withTransportDials(t *testing.T, n int64) {
+	prev := transportDials
+	transportDials = n
+	t.Cleanup(func() { transportDials = prev })
+}
+
+// countingHosts starts n hosts that answer "x" after delay, counting the
+// connections they see opened and closed.
+func countingHosts(t *testing.T, n int, delay time.Duration, opened, closed *atomic.Int64) []*httptest.Server {
+	hosts := make([]*httptest.Server, n)
+	for i := range hosts {
+		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			time.Sleep(delay)
+			io.WriteString(w, "x")
+		}))
+		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			switch s {
+			case http.StateNew:
+				opened.Add(1)
+			case http.StateClosed:
+				closed.Add(1)
+			}
+		}
+		ts.Start()
+		t.Cleanup(ts.Close)
+		hosts[i] = ts
+	}
+	return hosts
+}
+
 // slowHost serves /slow.bin as "x", then "y" once release closes; it
 // counts the connections it saw closed and whether they spoke HTTP/2.
 type slowHost struct {
@@ -65,9 +96,7 @@ func plainHost(t *testing.T) *httptest.Server {
 // streams (a second host makes the second dial), runs between(old client)
 // and then lets the download finish on the old transport.
 func rotateWhileBusy(t *testing.T, e *env, slow *slowHost, between func(old *http.Client)) {
-	prev := transportDials
-	transportDials = 2
-	t.Cleanup(func() { transportDials = prev })
+	withTransportDials(t, 2)
 	old := e.f.client.Load()
 	done := make(chan Result, 1)
 	go func() {
@@ -84,6 +113,29 @@ func rotateWhileBusy(t *testing.T, e *env, slow *slowHost, between func(old *htt
 	close(slow.release)
 	r := <-done
 	require.Equal(t, OK, r.Class, "%v", r.Err)
+}
+
+// After transportDials connections the fetcher moves to a fresh transport,
+// so that what net/http keeps for each host it dialed is let go; the old
+// transport's connections are closed, and downloads go on over the new one.
+func TestFetch_N1_FreshTransportAfterManyDials(t *testing.T) {
+	withTransportDials(t, 3)
+	e := newEnv(t, nil)
+	var opened, closed atomic.Int64
+	hosts := countingHosts(t, 5, 0, &opened, &closed)
+	first := e.f.client.Load()
+	for i, ts := range hosts[:3] {
+		res := e.f.Do(context.Background(), Request{URL: mustURL(t, fmt.Sprintf("%s/f%d.bin", ts.URL, i)), Size: -1}, nil)
+		require.Equal(t, OK, res.Class, "%v", res.Err)
+	}
+	assert.NotSame(t, first, e.f.client.Load(), "a fresh transport after 3 dials")
+	assert.Eventually(t, func() bool { return closed.Load() == 3 }, 5*time.Second, 10*time.Millisecond,
+		"the old transport's connections are closed")
+	for i, ts := range hosts[3:] {
+		res := e.f.Do(context.Background(), Request{URL: mustURL(t, fmt.Sprintf("%s/g%d.bin", ts.URL, i)), Size: -1}, nil)
+		require.Equal(t, OK, res.Class, "%v", res.Err)
+	}
+	assert.Equal(t, int64(2), e.f.dials.Load(), "the fresh transport dialed the next two")
 }
 
 // N1: an HTTP/1 connection busy as the fetcher moves to a fresh transport is
@@ -128,29 +180,10 @@ func TestFetch_N1_RotateHTTP2ConnClosedOnceIdle(t *testing.T) {
 // 8 dials: once the current transport's idle connections are closed, no
 // connection is left open in an old one.
 func TestFetch_N1_RotateLeavesNoConnOpen(t *testing.T) {
-	prev := transportDials
-	transportDials = 8
-	t.Cleanup(func() { transportDials = prev })
+	withTransportDials(t, 8)
 	e := newEnv(t, nil)
 	var opened, closed atomic.Int64
-	hosts := make([]*httptest.Server, 40)
-	for i := range hosts {
-		ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			time.Sleep(time.Millisecond)
-			io.WriteString(w, "x")
-		}))
-		ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			switch s {
-			case http.StateNew:
-				opened.Add(1)
-			case http.StateClosed:
-				closed.Add(1)
-			}
-		}
-		ts.Start()
-		t.Cleanup(ts.Close)
-		hosts[i] = ts
-	}
+	hosts := countingHosts(t, 40, time.Millisecond, &opened, &closed)
 	var wg sync.WaitGroup
 	for w := 0; w < 32; w++ {
 		wg.Add(1)
