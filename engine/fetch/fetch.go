@@ -275,9 +275,9 @@ type Fetcher struct {
 	root      *os.Root
 	dir       *os.File                    // the folder, opened through root
 	client    atomic.Pointer[http.Client] // the current one (see rotate)
-	newTr     func() *http.Transport      // builds the transport; nil for Config.Transport
+	newTr     func() *h1Transport         // builds the transport; nil for Config.Transport
 	trMu      sync.Mutex                  // rotate and Close
-	ownedTr   *http.Transport             // the current transport newTr built
+	ownedTr   *h1Transport                // the current transport newTr built
 	dials     atomic.Int64                // connections dialed on it
 	ua        string
 	maxSize   int64
@@ -345,7 +345,7 @@ func New(cfg Config) (*Fetcher, error) {
 	}
 	tr := cfg.Transport
 	if tr == nil {
-		f.newTr = func() *http.Transport { return newTransport(cfg, func() { f.dials.Add(1) }) }
+		f.newTr = func() *h1Transport { return newTransport(cfg, func() { f.dials.Add(1) }) }
 		f.ownedTr = f.newTr()
 		tr = f.ownedTr
 	}
@@ -365,10 +365,11 @@ func newClient(tr http.RoundTripper) *http.Client {
 // dialed waited with (its wantConn and context), until that host is asked
 // again or one of its connections goes idle, which for a host that refused
 // the connection never comes (golang/go#50798). A crawl over 100,000 hosts
-// grew by some 40 MB in 16 s that way. So after transportDials connections
-// the fetcher moves to a fresh transport: the old one finishes what it
-// carries, its connections are closed as its requests end (see retire), and
-// it is collected with all it kept.
+// grew by some 40 MB in 16 s that way, when every request went through it;
+// now only HTTPS and proxied requests do (see h1Transport). So after
+// transportDials connections the fetcher moves to a fresh transport: the old
+// one finishes what it carries, its connections are closed as its requests
+// end (see retire), and it is collected with all it kept.
 var transportDials int64 = 4096
 
 // rotate moves to a fresh transport once the current one dialed
@@ -428,19 +429,21 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// newTransport builds the default transport (N1, F6).
-// dialed is called as each connection is dialed.
-func newTransport(cfg Config, dialed func()) *http.Transport {
+// newTransport builds the default transport (N1, F6): h1Transport, over an
+// *http.Transport for what it does not send itself. dialed is called as each
+// connection is dialed, by either.
+func newTransport(cfg Config, dialed func()) *h1Transport {
 	dialer := &net.Dialer{
 		Timeout:   orDefault(cfg.ConnectTimeout, DefaultConnectTimeout),
 		KeepAlive: 30 * time.Second,
 	}
-	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			dialed()
-			return dialer.DialContext(ctx, network, addr)
-		},
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed()
+		return dialer.DialContext(ctx, network, addr)
+	}
+	std := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dial,
 		TLSHandshakeTimeout:   orDefault(cfg.TLSHandshakeTimeout, DefaultTLSHandshakeTimeout),
 		ResponseHeaderTimeout: orDefault(cfg.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
 		DisableCompression:    true,
@@ -449,6 +452,11 @@ func newTransport(cfg Config, dialed func()) *http.Transport {
 		MaxIdleConnsPerHost:   32,
 		IdleConnTimeout:       90 * time.Second,
 		ExpectContinueTimeout: time.Second,
+	}
+	return &h1Transport{
+		std: std, dial: dial, header: std.ResponseHeaderTimeout,
+		idleFor: std.IdleConnTimeout, maxIdle: std.MaxIdleConns, maxIdlePerHost: std.MaxIdleConnsPerHost,
+		idle: map[string][]*h1Conn{},
 	}
 }
 

@@ -902,8 +902,8 @@ func TestNew_N1_DefaultTransport(t *testing.T) {
 	f, err := New(Config{Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer f.Close()
-	tr := f.ownedTr
-	require.NotNil(t, tr)
+	require.NotNil(t, f.ownedTr)
+	tr := f.ownedTr.std
 	assert.True(t, tr.DisableCompression, "F6")
 	assert.Equal(t, DefaultTLSHandshakeTimeout, tr.TLSHandshakeTimeout)
 	assert.Equal(t, DefaultResponseHeaderTimeout, tr.ResponseHeaderTimeout)

@@ -169,7 +169,7 @@ func TestFetch_N1_RotateConnClosedAfterALateRequest(t *testing.T) {
 func TestFetch_N1_RotateHTTP2ConnClosedOnceIdle(t *testing.T) {
 	e := newEnv(t, nil)
 	slow := newSlowHost(t, true)
-	e.f.ownedTr.TLSClientConfig = &tls.Config{RootCAs: slow.ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	e.f.ownedTr.std.TLSClientConfig = &tls.Config{RootCAs: slow.ts.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
 	rotateWhileBusy(t, e, slow, nil)
 	require.True(t, slow.h2.Load(), "spoke HTTP/2")
 	assert.Eventually(t, func() bool { return slow.closed.Load() == 1 }, 2*time.Second, 10*time.Millisecond,

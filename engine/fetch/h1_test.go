@@ -1,0 +1,408 @@
+package fetch
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// h1Env is a transport as the fetcher builds it, with its dials counted.
+type h1Env struct {
+	tr    *h1Transport
+	c     *http.Client
+	dials atomic.Int64
+}
+
+func newH1Env(t *testing.T, cfg Config) *h1Env {
+	e := &h1Env{}
+	e.tr = newTransport(cfg, func() { e.dials.Add(1) })
+	e.c = newClient(e.tr)
+	t.Cleanup(e.tr.CloseIdleConnections)
+	return e
+}
+
+// get fetches u and reads the body to its end.
+func (e *h1Env) get(t *testing.T, u string) (*http.Response, string, error) {
+	t.Helper()
+	resp, err := e.c.Get(u)
+	if err != nil {
+		return nil, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp, string(b), err
+}
+
+// connCounter counts the connections a test server sees opened.
+func connCounter(ts *httptest.Server) *atomic.Int64 {
+	var n atomic.Int64
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			n.Add(1)
+		}
+	}
+	return &n
+}
+
+func h1Server(t *testing.T, h http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	ts := httptest.NewUnstartedServer(h)
+	n := connCounter(ts)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, n
+}
+
+// connServer answers each connection with serve, requests and all, for responses net/http's
+// server will not send.
+func connServer(t *testing.T, serve func(c net.Conn, r *bufio.Reader)) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c, bufio.NewReader(c))
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// readRequest reads one request's head from r.
+func readRequest(r *bufio.Reader) error {
+	_, err := http.ReadRequest(r)
+	return err
+}
+
+// N1: plain-HTTP requests to one host go one after the other over one
+// connection, on the caller's goroutine.
+func TestH1_N1_KeepAlive(t *testing.T) {
+	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		assert.Equal(t, "identity", r.Header.Get("Accept-Encoding"))
+		io.WriteString(w, "hello "+r.URL.Path)
+	})
+	e := newH1Env(t, Config{})
+	for i := range 5 {
+		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/f%d", ts.URL, i), nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept-Encoding", "identity")
+		resp, err := e.c.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, fmt.Sprintf("hello /f%d", i), string(b))
+		assert.Equal(t, int64(len(b)), resp.ContentLength, "length from the headers")
+	}
+	assert.Equal(t, int64(1), opened.Load(), "one connection for all five")
+	assert.Equal(t, int64(1), e.dials.Load())
+}
+
+// N1: a connection its host closed while it waited idle is found out when it
+// is next used, and the GET goes again over a fresh one, as with net/http.
+func TestH1_N1_HostClosedIdleConnection(t *testing.T) {
+	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	e := newH1Env(t, Config{})
+	_, body, err := e.get(t, ts.URL+"/a")
+	require.NoError(t, err)
+	require.Equal(t, "x", body)
+	ts.CloseClientConnections()
+	time.Sleep(50 * time.Millisecond) // let the close reach the client's side
+	_, body, err = e.get(t, ts.URL+"/b")
+	require.NoError(t, err, "the GET goes again on a fresh connection")
+	assert.Equal(t, "x", body)
+	assert.Equal(t, int64(2), opened.Load())
+}
+
+// N1: a fresh connection that fails is not tried again: the error is the
+// caller's, to classify and retry under its host's governor (R2).
+func TestH1_N1_FreshConnectionFailureNotRetried(t *testing.T) {
+	var conns atomic.Int64
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		conns.Add(1)
+		readRequest(r)
+	})
+	e := newH1Env(t, Config{})
+	_, _, err := e.get(t, u+"/a")
+	require.Error(t, err)
+	assert.Equal(t, int64(1), conns.Load())
+}
+
+// N1: a body closed before its end closes its connection — it is neither
+// drained (the rest may be endless) nor used again.
+func TestH1_N1_EarlyCloseDropsConnection(t *testing.T) {
+	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/endless" {
+			for r.Context().Err() == nil {
+				if _, err := w.Write(make([]byte, 64<<10)); err != nil {
+					return
+				}
+			}
+			return
+		}
+		io.WriteString(w, "x")
+	})
+	e := newH1Env(t, Config{})
+	resp, err := e.c.Get(ts.URL + "/endless")
+	require.NoError(t, err)
+	_, err = io.ReadFull(resp.Body, make([]byte, 1000))
+	require.NoError(t, err)
+	closed := make(chan struct{})
+	go func() { resp.Body.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close read the endless body")
+	}
+	_, err = resp.Body.Read(make([]byte, 10))
+	assert.Error(t, err, "no read after Close")
+	_, body, err := e.get(t, ts.URL+"/small")
+	require.NoError(t, err)
+	assert.Equal(t, "x", body)
+	assert.Equal(t, int64(2), opened.Load(), "the early-closed connection is not used again")
+}
+
+// N1: a response that says Connection: close, or an HTTP/1.0 one, is the
+// last on its connection.
+func TestH1_N1_ConnectionClose(t *testing.T) {
+	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		io.WriteString(w, "x")
+	})
+	e := newH1Env(t, Config{})
+	for range 3 {
+		_, body, err := e.get(t, ts.URL+"/a")
+		require.NoError(t, err)
+		assert.Equal(t, "x", body)
+	}
+	assert.Equal(t, int64(3), opened.Load())
+
+	var conns atomic.Int64
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		conns.Add(1)
+		for readRequest(r) == nil {
+			io.WriteString(c, "HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\ny")
+		}
+	})
+	for range 2 {
+		_, body, err := e.get(t, u+"/a")
+		require.NoError(t, err)
+		assert.Equal(t, "y", body)
+	}
+	assert.Equal(t, int64(2), conns.Load(), "HTTP/1.0 without keep-alive")
+}
+
+// N1: bytes a host sent past the end of a response leave its connection
+// unused: they would be read as the next response.
+func TestH1_N1_BytesAfterTheBody(t *testing.T) {
+	var conns atomic.Int64
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		conns.Add(1)
+		for readRequest(r) == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nzHTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforge")
+		}
+	})
+	e := newH1Env(t, Config{})
+	for range 2 {
+		_, body, err := e.get(t, u+"/a")
+		require.NoError(t, err)
+		assert.Equal(t, "z", body)
+	}
+	assert.Equal(t, int64(2), conns.Load())
+}
+
+// N1: informational responses (103 Early Hints) are passed over for the
+// final one; 101 to a GET, or more than five 1xx, is an error.
+func TestH1_N1_Informational(t *testing.T) {
+	ts, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Link", "</style.css>; rel=preload")
+		w.WriteHeader(http.StatusEarlyHints)
+		io.WriteString(w, "final")
+	})
+	e := newH1Env(t, Config{})
+	resp, body, err := e.get(t, ts.URL+"/a")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "final", body)
+
+	for _, head := range []string{
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+		strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", 6) + "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx",
+	} {
+		u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+			readRequest(r)
+			io.WriteString(c, head)
+			io.Copy(io.Discard, r)
+		})
+		_, _, err := e.get(t, u+"/a")
+		assert.ErrorContains(t, err, "unexpected response")
+	}
+}
+
+// N1: response headers are bounded: a host that sends headers without end
+// gets an error, not all of Heed's memory.
+func TestH1_N1_EndlessHeaders(t *testing.T) {
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		readRequest(r)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\n")
+		line := []byte("X-Pad: " + strings.Repeat("a", 1000) + "\r\n")
+		for {
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	})
+	e := newH1Env(t, Config{})
+	_, _, err := e.get(t, u+"/a")
+	require.Error(t, err)
+	assert.ErrorIs(t, err, errHeaderTooLong)
+}
+
+// N1: ResponseHeaderTimeout bounds the wait for the headers and is reported
+// as a timeout; it does not bound a slow body.
+func TestH1_N1_ResponseHeaderTimeout(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		readRequest(r)
+		<-release
+	})
+	e := newH1Env(t, Config{ResponseHeaderTimeout: 100 * time.Millisecond})
+	start := time.Now()
+	_, _, err := e.get(t, u+"/a")
+	require.Error(t, err)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "%v", err)
+	assert.ErrorContains(t, err, "awaiting response headers")
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	ts, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "2")
+		io.WriteString(w, "a")
+		w.(http.Flusher).Flush()
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "b")
+	})
+	_, body, err := e.get(t, ts.URL+"/slow-body")
+	require.NoError(t, err, "the header timeout is cleared once the headers are in")
+	assert.Equal(t, "ab", body)
+}
+
+// N1: ending the request's context ends a request blocked on its host, in
+// the headers or in the body, with the context's cause.
+func TestH1_N1_Cancel(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	ts, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/body" {
+			w.Header().Set("Content-Length", "2")
+			io.WriteString(w, "a")
+			w.(http.Flusher).Flush()
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	e := newH1Env(t, Config{})
+	cause := errors.New("the person paused the host")
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/head", nil)
+	_, err := e.c.Do(req)
+	assert.ErrorIs(t, err, cause)
+
+	ctx, cancel = context.WithCancelCause(context.Background())
+	req, _ = http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/body", nil)
+	resp, err := e.c.Do(req)
+	require.NoError(t, err)
+	time.AfterFunc(50*time.Millisecond, func() { cancel(cause) })
+	_, err = io.ReadAll(resp.Body)
+	assert.ErrorIs(t, err, cause)
+	resp.Body.Close()
+	assert.Zero(t, e.tr.nIdle, "the cancelled request's connection is not kept")
+}
+
+// N1: a request through a proxy, or to an HTTPS host, goes to net/http's
+// transport.
+func TestH1_N1_ProxyGoesToNetHTTP(t *testing.T) {
+	var proxied atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		assert.True(t, r.URL.IsAbs(), "a proxy is asked for the absolute URL")
+		io.WriteString(w, "via proxy")
+	}))
+	t.Cleanup(proxy.Close)
+	e := newH1Env(t, Config{})
+	pu, _ := url.Parse(proxy.URL)
+	e.tr.std.Proxy = http.ProxyURL(pu)
+	_, body, err := e.get(t, "http://heed.invalid/file")
+	require.NoError(t, err)
+	assert.Equal(t, "via proxy", body)
+	assert.Equal(t, int64(1), proxied.Load())
+}
+
+// N1: idle connections are bounded per host and over all hosts, the oldest
+// making way; one idle past IdleConnTimeout is closed, not used.
+func TestH1_N1_IdleBounds(t *testing.T) {
+	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	other, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "y") })
+	e := newH1Env(t, Config{})
+	e.tr.maxIdlePerHost, e.tr.maxIdle = 2, 3
+
+	// Three bodies open at once: three connections, of which two are kept.
+	var resps []*http.Response
+	for range 3 {
+		resp, err := e.c.Get(ts.URL + "/a")
+		require.NoError(t, err)
+		resps = append(resps, resp)
+	}
+	for _, r := range resps {
+		io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	assert.Equal(t, 2, e.tr.nIdle)
+	assert.Len(t, e.tr.idle[ts.Listener.Addr().String()], 2)
+
+	// Two more on the other host: the pool holds three, the oldest goes.
+	resps = resps[:0]
+	for range 2 {
+		resp, err := e.c.Get(other.URL + "/b")
+		require.NoError(t, err)
+		resps = append(resps, resp)
+	}
+	for _, r := range resps {
+		io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	assert.Equal(t, 3, e.tr.nIdle)
+	assert.Len(t, e.tr.idle[ts.Listener.Addr().String()], 1)
+	assert.Len(t, e.tr.idle[other.Listener.Addr().String()], 2)
+
+	// Past the idle timeout, the kept connection is closed and a fresh one dialed.
+	e.tr.idleFor = time.Nanosecond
+	before := opened.Load()
+	_, body, err := e.get(t, ts.URL+"/c")
+	require.NoError(t, err)
+	assert.Equal(t, "x", body)
+	assert.Equal(t, before+1, opened.Load())
+}
