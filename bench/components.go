@@ -31,8 +31,11 @@ func component(name string, patterns ...string) Component {
 var Components = []Component{
 	component("demo hosts (the server side)", `^net/http\.\(\*conn\)\.serve$`, `^heed/engine/demo\.`),
 	component("database (storage, SQLite)", `^heed/storage\.`, `^database/sql\.`, `^github\.com/mattn/go-sqlite3\.`),
-	component("HTTP client (net/http)", `^net/http\.\(\*persistConn\)\.`, `^net/http\.\(\*Transport\)\.`,
-		`^net/http\.\(\*Client\)\.`, `^net/http\.send$`),
+	// A response body read under the downloader is the HTTP client's too: Heed's (h1Body) and
+	// net/http's (bodyEOFSignal) alike.
+	component("HTTP client", `^net/http\.\(\*persistConn\)\.`, `^net/http\.\(\*Transport\)\.`,
+		`^net/http\.\(\*Client\)\.`, `^net/http\.send$`, `^net/http\.\(\*bodyEOFSignal\)\.`,
+		`^heed/engine/fetch\.\(\*h1Transport\)\.`, `^heed/engine/fetch\.\(\*h1Body\)\.`),
 	component("files: create, write, hash, sync, name", `^heed/engine/fetch\.`, `^heed/bench\.plainOne$`, `^os\.\(\*File\)\.`),
 	component("engine: queue, politeness, bookkeeping", `^heed/engine\.`),
 	component("garbage collector", `^runtime\.gcBgMarkWorker$`, `^runtime\.bgsweep$`, `^runtime\.bgscavenge$`, `^runtime\.gcAssistAlloc`),
