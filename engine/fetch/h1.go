@@ -65,7 +65,8 @@ type h1Conn struct {
 	bw     *bufio.Writer
 	key    string
 	idleAt time.Time
-	reused bool // it served a request before this one
+	timer  *time.Timer // closes it once idle for idleFor
+	reused bool        // it served a request before this one
 }
 
 // countingReader counts the bytes read from the connection and, while limit
@@ -165,7 +166,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A connection that waited idle may have been closed by its host
 		// meanwhile: if nothing came back, the GET goes again on a fresh one,
 		// as net/http does.
-		if !c.reused || c.in.n > 0 || ctx.Err() != nil {
+		if !c.reused || c.in.n > 0 || ctx.Err() != nil || errors.Is(err, errHeaderTimeout) {
 			return nil, err
 		}
 	}
@@ -184,7 +185,10 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 		} else {
 			t.idle[key] = l
 		}
-		if t.idleFor > 0 && time.Since(c.idleAt) > t.idleFor {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		if t.idleFor > 0 && time.Since(c.idleAt) > t.idleFor || !quiet(c.conn) {
 			stale, c = append(stale, c), nil
 		}
 	}
@@ -222,10 +226,34 @@ func (t *h1Transport) put(c *h1Conn) {
 		t.idle[c.key] = append(t.idle[c.key], c)
 		t.nIdle++
 	}
+	if drop != c && t.idleFor > 0 {
+		c.timer = time.AfterFunc(t.idleFor, func() { t.expire(c) })
+	}
 	t.mu.Unlock()
 	if drop != nil {
 		drop.conn.Close()
 	}
+}
+
+// expire closes c if it is still idle.
+func (t *h1Transport) expire(c *h1Conn) {
+	t.mu.Lock()
+	l := t.idle[c.key]
+	for i, x := range l {
+		if x == c {
+			l = append(l[:i:i], l[i+1:]...)
+			if len(l) == 0 {
+				delete(t.idle, c.key)
+			} else {
+				t.idle[c.key] = l
+			}
+			t.nIdle--
+			t.mu.Unlock()
+			c.conn.Close()
+			return
+		}
+	}
+	t.mu.Unlock()
 }
 
 // oldestLocked takes the connection idle the longest out of the pool.
@@ -292,6 +320,9 @@ func (t *h1Transport) exchange(ctx context.Context, c *h1Conn, req *http.Request
 	c.in.limit = 0
 	if t.header > 0 {
 		c.conn.SetReadDeadline(time.Time{})
+		if ctx.Err() != nil { // the context ended before the clearing: end it again
+			c.conn.SetDeadline(aLongTimeAgo)
+		}
 	}
 	b := &h1Body{t: t, c: c, rc: resp.Body, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody {

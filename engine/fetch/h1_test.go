@@ -406,3 +406,252 @@ func TestH1_N1_IdleBounds(t *testing.T) {
 	assert.Equal(t, "x", body)
 	assert.Equal(t, before+1, opened.Load())
 }
+
+// bothTransports returns net/http's transport (as newTransport configures it)
+// and h1Transport, each behind the fetcher's client, for side-by-side runs.
+func bothTransports(t *testing.T, cfg Config) map[string]*http.Client {
+	h1 := newTransport(cfg, func() {})
+	std := newTransport(cfg, func() {}).std
+	t.Cleanup(h1.CloseIdleConnections)
+	t.Cleanup(std.CloseIdleConnections)
+	return map[string]*http.Client{"net/http": newClient(std), "h1": newClient(h1)}
+}
+
+// N1: a host that ends an idle keep-alive connection with a 408 (as several
+// servers and proxies do on their keep-alive timeout) does not have that 408
+// read as the response to the next GET: a connection that received anything
+// while idle is dropped, as net/http does.
+func TestH1_N1_Unsolicited408OnIdleConn(t *testing.T) {
+	for _, name := range []string{"net/http", "h1"} {
+		t.Run(name, func(t *testing.T) {
+			var conns atomic.Int64
+			u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+				n := conns.Add(1)
+				if readRequest(r) != nil {
+					return
+				}
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood")
+				if n == 1 {
+					// keep-alive timeout: say so, and hang up
+					time.Sleep(50 * time.Millisecond)
+					io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+					c.(*net.TCPConn).CloseWrite()
+					io.Copy(io.Discard, r)
+				}
+			})
+			c := bothTransports(t, Config{})[name]
+			for i := range 2 {
+				resp, err := c.Get(u + "/f")
+				require.NoError(t, err)
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, http.StatusOK, resp.StatusCode, "request %d", i)
+				assert.Equal(t, "good", string(b), "request %d", i)
+				time.Sleep(200 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// N1: bytes a host sends past a response's Content-Length may stay in the
+// socket, not in the connection's buffer, when the body is read with the
+// fetcher's large reads; they never become the next download's file.
+func TestH1_N1_BytesAfterALargeBodyNotTheNextFile(t *testing.T) {
+	big := body(64 << 10)
+	forged := "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nforge"
+	for _, name := range []string{"net/http", "h1"} {
+		t.Run(name, func(t *testing.T) {
+			u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+				for {
+					req, err := http.ReadRequest(r)
+					if err != nil {
+						return
+					}
+					if req.URL.Path == "/a.bin" {
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 65536\r\n\r\n"+big+forged)
+					} else {
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood")
+					}
+				}
+			})
+			e := newEnv(t, func(cfg *Config) {
+				if name == "net/http" {
+					cfg.Transport = newTransport(*cfg, func() {}).std
+				}
+			})
+			res := e.do(u+"/a.bin", nil)
+			require.True(t, res.Done, "%v", res.Err)
+			time.Sleep(100 * time.Millisecond)
+			res = e.do(u+"/b.bin", nil)
+			require.True(t, res.Done, "%v", res.Err)
+			assert.Equal(t, "good", e.files()["b.bin"], "b.bin's bytes")
+		})
+	}
+}
+
+// N1: ResponseHeaderTimeout running out on a kept connection is the
+// request's error: the GET is not sent again behind the host governor's back,
+// nor does the caller wait twice the timeout.
+func TestH1_N1_HeaderTimeoutOnReusedConnNotRetried(t *testing.T) {
+	for _, name := range []string{"net/http", "h1"} {
+		t.Run(name, func(t *testing.T) {
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			var reqs atomic.Int64
+			u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+				for readRequest(r) == nil {
+					if reqs.Add(1) == 1 {
+						io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
+						continue
+					}
+					<-release // the host stalls from now on
+					return
+				}
+			})
+			c := bothTransports(t, Config{ResponseHeaderTimeout: 300 * time.Millisecond})[name]
+			resp, err := c.Get(u + "/a")
+			require.NoError(t, err)
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+
+			start := time.Now()
+			_, err = c.Get(u + "/b")
+			took := time.Since(start)
+			var ne net.Error
+			require.True(t, errors.As(err, &ne) && ne.Timeout(), "%v", err)
+			assert.Equal(t, int64(2), reqs.Load(), "GETs the host received")
+			assert.Less(t, took, 550*time.Millisecond, "one header timeout of 300ms")
+		})
+	}
+}
+
+// N1: an idle connection is closed when IdleConnTimeout runs out, whether or
+// not another request to its host comes, as net/http does.
+func TestH1_N1_IdleConnClosedAfterIdleTimeout(t *testing.T) {
+	for _, name := range []string{"net/http", "h1"} {
+		t.Run(name, func(t *testing.T) {
+			closed := make(chan bool, 1)
+			u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+				readRequest(r)
+				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
+				c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				_, err := r.ReadByte()
+				closed <- errors.Is(err, io.EOF)
+			})
+			h1 := newTransport(Config{}, func() {})
+			h1.idleFor, h1.std.IdleConnTimeout = 200*time.Millisecond, 200*time.Millisecond
+			var rt http.RoundTripper = h1
+			if name == "net/http" {
+				rt = h1.std
+			}
+			t.Cleanup(h1.CloseIdleConnections)
+			c := newClient(rt)
+			resp, err := c.Get(u + "/a")
+			require.NoError(t, err)
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			assert.True(t, <-closed, "the idle connection was closed by the client within 2s (idle timeout 200ms)")
+		})
+	}
+}
+
+// deadlineConn lets a test run code at the moment the transport clears the
+// read deadline, and reports when a deadline in the past is set.
+type deadlineConn struct {
+	net.Conn
+	onClear func()
+	past    chan struct{}
+}
+
+func (c *deadlineConn) SetReadDeadline(t time.Time) error {
+	if t.IsZero() && c.onClear != nil {
+		c.onClear()
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *deadlineConn) SetDeadline(t time.Time) error {
+	err := c.Conn.SetDeadline(t)
+	if !t.IsZero() && t.Before(time.Now()) {
+		select {
+		case c.past <- struct{}{}:
+		default:
+		}
+	}
+	return err
+}
+
+// N1: a request whose context ends just as its response headers are in is
+// ended all the same. The test forces the cancel into the window before the
+// header timeout's read deadline is cleared, where the clearing would undo it
+// and leave the body's Read waiting on a stalled host for good (the idle
+// timer cannot help: it cancels a context already cancelled).
+func TestH1_N1_CancelAsHeadersArriveIsNotLost(t *testing.T) {
+	release := make(chan struct{})
+	var once atomic.Bool
+	unblock := func() {
+		if once.CompareAndSwap(false, true) {
+			close(release)
+		}
+	}
+	t.Cleanup(unblock)
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		readRequest(r)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("a", 100))
+		<-release // then stalls
+	})
+	e := newEnv(t, func(cfg *Config) { cfg.IdleTimeout = 300 * time.Millisecond })
+	ctx, cancel := context.WithCancel(context.Background())
+	tr := e.f.ownedTr
+	dial := tr.dial
+	tr.dial = func(dctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(dctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		dc := &deadlineConn{Conn: c, past: make(chan struct{}, 1)}
+		dc.onClear = func() {
+			cancel() // the person pauses the download right now
+			select {
+			case <-dc.past:
+			case <-time.After(time.Second):
+			}
+		}
+		return dc, nil
+	}
+	done := make(chan Result, 1)
+	go func() { done <- e.f.Do(ctx, Request{URL: mustURL(t, u+"/f.bin"), Size: -1}, nil) }()
+	select {
+	case res := <-done:
+		assert.Equal(t, Canceled, res.Class, "%v", res.Err)
+	case <-time.After(3 * time.Second):
+		t.Error("Do still running 3s after its context was cancelled (idle timeout 300ms)")
+		unblock() // the host hangs up, so the test ends
+		res := <-done
+		t.Logf("after the host hung up: %v %v", res.Class, res.Err)
+	}
+}
+
+// N1: a kept connection that its host closes as the next GET arrives (it
+// looked quiet when taken) costs that GET nothing: it goes again over a fresh
+// connection, as with net/http, since nothing came back.
+func TestH1_N1_KeptConnectionClosedAsTheGETArrives(t *testing.T) {
+	var conns atomic.Int64
+	u := connServer(t, func(c net.Conn, r *bufio.Reader) {
+		first := conns.Add(1) == 1
+		if readRequest(r) != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx")
+		if first {
+			readRequest(r) // the second GET: hang up without an answer
+		}
+	})
+	e := newH1Env(t, Config{})
+	for i := range 2 {
+		_, body, err := e.get(t, fmt.Sprintf("%s/%d", u, i))
+		require.NoError(t, err, "GET %d", i)
+		assert.Equal(t, "x", body)
+	}
+	assert.Equal(t, int64(2), conns.Load())
+}
