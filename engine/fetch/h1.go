@@ -69,6 +69,16 @@ type h1Conn struct {
 	reused bool        // it served a request before this one
 }
 
+// stopTimer stops c's idle timer, which holds c, its buffers and the
+// transport until it fires: a connection that leaves the pool must not wait
+// out IdleConnTimeout in memory. Under t.mu, or once c is out of the pool.
+func (c *h1Conn) stopTimer() {
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+}
+
 // countingReader counts the bytes read from the connection and, while limit
 // is set, refuses to read past it.
 type countingReader struct {
@@ -98,6 +108,7 @@ func (t *h1Transport) CloseIdleConnections() {
 	t.mu.Unlock()
 	for _, l := range idle {
 		for _, c := range l {
+			c.stopTimer()
 			c.conn.Close()
 		}
 	}
@@ -185,9 +196,7 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 		} else {
 			t.idle[key] = l
 		}
-		if c.timer != nil {
-			c.timer.Stop()
-		}
+		c.stopTimer()
 		if t.idleFor > 0 && time.Since(c.idleAt) > t.idleFor || !quiet(c.conn) {
 			stale, c = append(stale, c), nil
 		}
@@ -264,6 +273,7 @@ func (t *h1Transport) oldestLocked() *h1Conn {
 			oldest = c
 		}
 	}
+	oldest.stopTimer()
 	l := t.idle[oldest.key][1:]
 	if len(l) == 0 {
 		delete(t.idle, oldest.key)

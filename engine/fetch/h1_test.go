@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -654,4 +656,38 @@ func TestH1_N1_KeptConnectionClosedAsTheGETArrives(t *testing.T) {
 		assert.Equal(t, "x", body)
 	}
 	assert.Equal(t, int64(2), conns.Load())
+}
+
+// N1: a connection the pool lets go — evicted for a newer one, or closed
+// with the idle ones — is not held in memory until its idle timeout would
+// have run out: a crawl over many hosts lets go of thousands a minute.
+func TestH1_N1_ConnLetGoIsNotHeld(t *testing.T) {
+	ts, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
+	other, _ := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "y") })
+	e := newH1Env(t, Config{})
+	e.tr.maxIdle = 1
+	kept := func(ts *httptest.Server) weak.Pointer[h1Conn] {
+		e.tr.mu.Lock()
+		defer e.tr.mu.Unlock()
+		l := e.tr.idle[ts.Listener.Addr().String()]
+		require.Len(t, l, 1)
+		return weak.Make(l[0])
+	}
+	collected := func(w weak.Pointer[h1Conn]) bool {
+		runtime.GC()
+		return w.Value() == nil
+	}
+
+	_, _, err := e.get(t, ts.URL+"/a")
+	require.NoError(t, err)
+	first := kept(ts)
+	_, _, err = e.get(t, other.URL+"/b") // the pool holds one: the first makes way
+	require.NoError(t, err)
+	assert.Eventually(t, func() bool { return collected(first) }, 2*time.Second, 10*time.Millisecond,
+		"the evicted connection is collected")
+
+	second := kept(other)
+	e.tr.CloseIdleConnections()
+	assert.Eventually(t, func() bool { return collected(second) }, 2*time.Second, 10*time.Millisecond,
+		"a connection closed with the idle ones is collected")
 }
