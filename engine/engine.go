@@ -805,7 +805,7 @@ func (e *Engine) complete(batch []finishing) {
 	}
 	e.fetch.SyncParts(rs)
 	done := make([]Finished, 0, len(batch))
-	ok := batch[:0:0]
+	ok := batch[:0] // filtered in place: each kept one moves to or before its own slot
 	for _, f := range batch {
 		if f.res.Pending == nil {
 			e.failFinish(f)
