@@ -116,15 +116,18 @@ func (a *attempt) run(parent context.Context) {
 	a.ctx, a.cancel = context.WithCancelCause(parent)
 	defer a.cancel(nil)
 
-	hreq, err := http.NewRequestWithContext(a.ctx, http.MethodGet, req.URL.String(), nil)
-	if err != nil {
-		a.fail(Refused, false, err)
-		return
-	}
-	hreq.Header.Set("User-Agent", a.f.ua)
-	// An explicit Accept-Encoding also stops any transport from decompressing
-	// transparently (F6).
-	hreq.Header.Set("Accept-Encoding", "identity")
+	// The request is built from the URL as it stands, not from its text
+	// parsed again as http.NewRequest would; its header slices are shared by
+	// every request and only ever replaced, never written into.
+	u := *req.URL
+	u.Host = strings.TrimSuffix(u.Host, ":") // an empty port, as http.NewRequest does
+	hreq := (&http.Request{
+		Method: http.MethodGet, URL: &u, Host: u.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		// An explicit Accept-Encoding also stops any transport from
+		// decompressing transparently (F6).
+		Header: http.Header{"User-Agent": a.f.uaHeader, "Accept-Encoding": identity},
+	}).WithContext(a.ctx)
 	resuming := false
 	if a.have > 0 {
 		// Without a validator a changed file could be spliced: restart
@@ -167,6 +170,9 @@ func (a *attempt) run(parent context.Context) {
 		a.fail(HTTPStatus, retryableStatus(code), fmt.Errorf("server answered %q", resp.Status))
 	}
 }
+
+// identity is the Accept-Encoding of every request.
+var identity = []string{"identity"}
 
 // ifRange picks the If-Range validator: a strong ETag, else a valid
 // Last-Modified date, else "" (F5, C21).

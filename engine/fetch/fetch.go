@@ -280,6 +280,7 @@ type Fetcher struct {
 	ownedTr   *h1Transport                // the current transport newTr built
 	dials     atomic.Int64                // connections dialed on it
 	ua        string
+	uaHeader  []string // ua, as a header's values
 	maxSize   int64
 	downgrade bool
 	idle      time.Duration
@@ -339,6 +340,7 @@ func New(cfg Config) (*Fetcher, error) {
 		}
 		f.ua = "Heed/" + v
 	}
+	f.uaHeader = []string{f.ua}
 	if f.freeSpace == nil {
 		dir := cfg.Dir
 		f.freeSpace = recent(func() (int64, error) { return freeSpace(dir) }, freeSpaceFresh)
