@@ -248,7 +248,7 @@ func (db *DB) StartJob(ctx context.Context, id int64) (Job, error) {
 // log, and on disk when StartJobs returns (see startLog). The result is aligned with ids; a job
 // that is not queued (paused or cancelled meanwhile, started already, or unknown) has a zero ID
 // in its slot. The jobs are returned as they stand once active. Their rows read as queued until
-// the next commit, which a background write brings within backgroundLinger.
+// a commit about startsLinger later, or until their finish (see applyStarts).
 func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 	if db.reader {
 		return nil, ErrReadOnly
@@ -295,7 +295,7 @@ func (db *DB) StartJobs(ctx context.Context, ids []int64) ([]Job, error) {
 		jobs[i].State, jobs[i].Attempts, jobs[i].UpdatedAt = StateActive, jobs[i].Attempts+1, fromNanos(nanos(now))
 	}
 	if db.starts.applyQueued.CompareAndSwap(false, true) {
-		db.ops <- op{name: "apply starts", run: func(*wtx) error { return nil }}
+		db.ops <- applyStartsOp()
 	}
 	return jobs, nil
 }
@@ -312,19 +312,26 @@ type Finish struct {
 // its attempt recorded all the same and its complete part (Done.Part) recorded for a resume. The
 // error is the write's, for all of them.
 func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	errs := make([]error, len(fs))
-	err := db.write(ctx, "mark done", func(w *wtx) error {
+	ids := make([]int64, len(fs))
+	for i, f := range fs {
+		ids[i] = f.Attempt.JobID
+	}
+	err := db.submit(ctx, op{ctx: ctx, name: "mark done", done: make(chan error, 1), finishes: ids, run: func(w *wtx) error {
 		now := nanos(db.now())
 		for i, f := range fs {
 			errs[i] = nil
 			if err := insertAttempt(w, f.Attempt); err != nil {
 				return err
 			}
-			r, err := w.exec(qMarkDone, f.Done.File, f.Done.Bytes, f.Done.SHA256, f.Done.Status, now, f.Attempt.JobID)
+			n, err := markDone(w, f, now)
 			if err != nil {
 				return err
 			}
-			if n, _ := r.RowsAffected(); n != 1 {
+			if n != 1 {
 				errs[i] = whyNot(w, f.Attempt.JobID)
 				if d := f.Done; d.Part != "" && errors.Is(errs[i], ErrStateConflict) {
 					// Paused or cancelled meanwhile: its complete part is kept for a resume.
@@ -343,11 +350,38 @@ func (db *DB) FinishJobs(ctx context.Context, fs []Finish) ([]error, error) {
 			}
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// markDone moves f's job from active to done and returns the rows it changed. A job whose start
+// this transaction folded (wtx.folded) still reads as queued: it moves from queued to done, its
+// attempt counted, in one statement; if it is not queued, its start is applied as usual first.
+func markDone(w *wtx, f Finish, now int64) (int64, error) {
+	id := f.Attempt.JobID
+	if at, ok := w.folded[id]; ok {
+		delete(w.folded, id)
+		r, err := w.exec(qMarkDoneFolded, f.Done.File, f.Done.Bytes, f.Done.SHA256, f.Done.Status, now, id)
+		if err != nil {
+			return 0, err
+		}
+		if n, _ := r.RowsAffected(); n == 1 {
+			w.db.folds.Add(1)
+			return 1, nil
+		}
+		if _, err := w.exec(qApplyStart, at, id); err != nil {
+			return 0, err
+		}
+	}
+	r, err := w.exec(qMarkDone, f.Done.File, f.Done.Bytes, f.Done.SHA256, f.Done.Status, now, id)
+	if err != nil {
+		return 0, err
+	}
+	n, _ := r.RowsAffected()
+	return n, nil
 }
 
 // Unnamed is a download recorded done whose part may not have its final name yet.
@@ -552,6 +586,10 @@ func (db *DB) MarkDone(ctx context.Context, id int64, d Done) error {
 
 const qMarkDone = `UPDATE jobs SET state = 'done', file = ?, part = '', bytes = ?, sha256 = ?,
 	last_status = ?, last_error = '', updated_at = ? WHERE id = ? AND state = 'active'`
+
+// qMarkDoneFolded is qApplyStart and qMarkDone in one (see markDone).
+const qMarkDoneFolded = `UPDATE jobs SET state = 'done', attempts = attempts + 1, file = ?, part = '', bytes = ?,
+	sha256 = ?, last_status = ?, last_error = '', updated_at = ? WHERE id = ? AND state = 'queued'`
 
 // MarkFailed gives up on an active job with reason. Its partial file is kept, so a Requeue can
 // resume it. A job that is not active gives ErrStateConflict.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -21,11 +22,12 @@ import (
 // file, with every start waiting for the database while the others' commits ran. A start is
 // now one record appended to the start log, a file beside the database (path + "-starts"): as
 // durable as a commit (in the system's file cache at once; synced too under WithSyncFull). The
-// job's row moves to active, its attempt counted, first thing in the next transaction (see
-// applyStarts), which a background write brings within backgroundLinger; until then it reads
+// job's row moves to active, its attempt counted, in a transaction once the start is
+// startsLinger old (a background write brings one), or at once before any write that needs it
+// active; or it moves straight to done with its finish (see applyStarts). Until then it reads
 // as queued, and the queries that hand out queued jobs leave it out. The database records the
-// last record it applied (setting "starts_applied"), so that opening it after a crash applies
-// exactly the records after that one, before it queues the active jobs again (S2).
+// last record below which all are applied (setting "starts_applied"), so that opening it after
+// a crash applies the records after that one, before it queues the active jobs again (S2).
 type startLog struct {
 	path string
 	sync bool // fsync each append (WithSyncFull)
@@ -143,6 +145,25 @@ func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 	return logged, nil
 }
 
+// rearm queues the write that applies the pending starts, for those a commit left pending (see
+// applyStarts), unless one is queued already. It runs on the writer, so it never waits for room
+// in ops: when there is none, the writes waiting there apply the starts in turn.
+func (l *startLog) rearm(ops chan<- op) {
+	if !l.applyQueued.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case ops <- applyStartsOp():
+	default:
+		l.applyQueued.Store(false)
+	}
+}
+
+// applyStartsOp is the write that only applies the pending starts.
+func applyStartsOp() op {
+	return op{name: "apply starts", starts: true, run: func(*wtx) error { return nil }}
+}
+
 // hasPending reports whether any start is logged and not yet applied.
 func (l *startLog) hasPending() bool {
 	if l == nil { // a database opened with OpenReader has no start log
@@ -249,36 +270,110 @@ func (l *startLog) close() error {
 const qApplyStart = `UPDATE jobs SET state = 'active', attempts = attempts + 1, updated_at = ?
 	WHERE id = ? AND state = 'queued'`
 
+// foldable tells how the pending starts may be applied in the transaction of ops. In a light
+// batch — finishes (FinishJobs) and background writes only (history, host state, progress,
+// naming), none of which moves a job between states or needs a started job's row active — the
+// start of a job the batch finishes is folded into its finish, and a start younger than
+// startsLinger may be left pending for a later commit (see applyStarts). Any other write
+// somebody waits for (a pause, a retry, a new job …) makes the batch not light: every pending
+// start is applied first, as always, so that such a write finds every started job active.
+func foldable(ops []op) (fold map[int64]bool, light bool) {
+	for _, o := range ops {
+		switch {
+		case len(o.finishes) > 0:
+			if fold == nil {
+				fold = make(map[int64]bool, len(o.finishes))
+			}
+			for _, id := range o.finishes {
+				fold[id] = true
+			}
+		case o.done != nil:
+			return nil, false
+		}
+	}
+	return fold, true
+}
+
+// applyFolded applies the folded starts that no finish took (see wtx.folded), in job order.
+func applyFolded(w *wtx) error {
+	if len(w.folded) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(w.folded))
+	for id := range w.folded {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if _, err := w.exec(qApplyStart, w.folded[id], id); err != nil {
+			return err
+		}
+	}
+	w.folded = nil
+	return nil
+}
+
 // applyStarts moves the jobs whose starts are logged and not yet applied to active, counting
 // the attempt each started, and records the last record applied, in the open transaction. A
 // job that is not queued any more (the person paused or cancelled it meanwhile) keeps its
-// state. It returns what it applied, for startLog.applied once the transaction committed.
-func applyStarts(w *wtx) (map[int64]pendingStart, error) {
+// state. The start of a job in fold is left to its finish (wtx.folded). In a light batch (see
+// foldable) a start younger than startsLinger is left pending, and left reports so: most
+// downloads of small files finish before their start is that old, and their start is then
+// folded into the finish, one statement instead of two. It returns what it applied or folded,
+// for startLog.applied once the transaction committed.
+//
+// The database's record of the last start applied (startsAppliedKey) stays below the first one
+// left pending, so that opening it after a crash applies that one again, with any after it that
+// were applied: those find their job no longer queued and change nothing, since a job goes back
+// to queued only in a batch that is not light, which applies every start before it.
+func applyStarts(w *wtx, fold map[int64]bool, light bool) (applied map[int64]pendingStart, left bool, err error) {
 	w.db.starts.applyQueued.Store(false) // before the snapshot: a start after it queues a write
 	starts := w.db.starts.snapshot()
 	if len(starts) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	ids := make([]int64, 0, len(starts))
 	for id := range starts {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	last := int64(0)
+	young := int64(math.MaxInt64)
+	if light {
+		young = nanos(w.db.now()) - int64(startsLinger)
+	}
+	last, firstLeft := int64(0), int64(math.MaxInt64)
 	for _, id := range ids {
 		p := starts[id]
-		if _, err := w.exec(qApplyStart, p.at, id); err != nil {
-			return nil, err
+		switch {
+		case fold[id]:
+			if w.folded == nil {
+				w.folded = make(map[int64]int64, len(fold))
+			}
+			w.folded[id] = p.at
+		case p.at > young:
+			delete(starts, id)
+			firstLeft = min(firstLeft, p.seq)
+			continue
+		default:
+			if _, err := w.exec(qApplyStart, p.at, id); err != nil {
+				return nil, false, err
+			}
 		}
 		last = max(last, p.seq)
 	}
-	if _, err := w.exec(`INSERT INTO settings (key, value) VALUES (?, ?)
-		ON CONFLICT (key) DO UPDATE SET value = excluded.value
-		WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
-		startsAppliedKey, strconv.FormatInt(last, 10)); err != nil {
-		return nil, err
+	left = firstLeft != math.MaxInt64
+	if left {
+		last = min(last, firstLeft-1)
 	}
-	return starts, nil
+	if last > 0 {
+		if _, err := w.exec(`INSERT INTO settings (key, value) VALUES (?, ?)
+			ON CONFLICT (key) DO UPDATE SET value = excluded.value
+			WHERE CAST(value AS INTEGER) < CAST(excluded.value AS INTEGER)`,
+			startsAppliedKey, strconv.FormatInt(last, 10)); err != nil {
+			return nil, false, err
+		}
+	}
+	return starts, left, nil
 }
 
 // replayStarts applies, in the recovery transaction at Open, the starts a crash left logged

@@ -16,7 +16,8 @@
 //     committed: a nil error is the acknowledgement (J3 "persisted before acted on", S2).
 //   - StartJobs returns once its starts are appended to the start log beside the database
 //     (path + "-starts"), as durable as a commit; the jobs' rows move to active with the next
-//     commit, which comes within 20 ms (see startLog).
+//     commit once the start is 50 ms old (see startLog), or straight to done with their
+//     finish; a write that needs them active (a pause, a retry …) applies every start first.
 //   - RecordAttempt, QueueProgress, AppendHostEvent and SaveHost return at once; they ride the
 //     next commit (a batch of them alone waits up to 20 ms for company). Flush waits until
 //     everything queued before it is committed, and Close flushes.
@@ -181,6 +182,7 @@ type DB struct {
 	batchMax int
 
 	commits      atomic.Int64 // transactions committed by the writer, for tests
+	folds        atomic.Int64 // starts folded into their finish (see markDone), for tests
 	afterCommit  func()       // tests: runs on the writer right after each commit
 	checkpointed atomic.Int64 // pages the background checkpoints copied, for tests
 

@@ -20,12 +20,21 @@ type op struct {
 	// from the transaction's snapshot of the pending starts to its commit, so that a start is
 	// either applied before the change or sees its result.
 	unqueues bool
+	// finishes lists the jobs run moves from active to done (FinishJobs): a logged start of one
+	// of them that is still pending is folded into that move (see foldable).
+	finishes []int64
+	// starts marks the write that only applies the pending starts (see startsLinger).
+	starts bool
 }
 
 // wtx is the writer's transaction, open on db.wc.
 type wtx struct {
 	db    *DB
 	fresh map[int64]freshJob // jobs this transaction created, kept once it commits (see freshJobs)
+	// folded holds the pending starts of jobs this transaction finishes, by job: applyStarts left
+	// their rows queued, and the finish moves each from queued to done, counting the attempt, in
+	// one statement instead of two (see foldable). What no finish took is applied before COMMIT.
+	folded map[int64]int64
 }
 
 // stmt returns query prepared on the writer's connection: prepared once, the
@@ -59,7 +68,8 @@ func (w *wtx) exec(query string, args ...any) (sql.Result, error) {
 // A batch of background writes only (RecordAttempt, QueueProgress, SaveHost …), which nobody
 // waits for, lingers up to backgroundLinger for more work first, and commits at once when a
 // write somebody waits for joins it: under load, history then costs a few commits a second
-// instead of one or two per download, and a waiting write is never held back.
+// instead of one or two per download, and a waiting write is never held back. The write that
+// only applies logged starts lingers longer, startsLinger, while nothing else joins it.
 func (db *DB) writer() {
 	defer close(db.done)
 	batch := make([]op, 0, db.batchMax)
@@ -70,9 +80,11 @@ func (db *DB) writer() {
 		if !ok {
 			return
 		}
+		began := time.Now()
 		batch = append(batch[:0], first)
 		waited := first.done != nil
-		lingering := false
+		onlyStarts := first.starts
+		lingering, armed := false, time.Duration(0)
 	drain:
 		for len(batch) < db.batchMax {
 			var o op
@@ -82,9 +94,20 @@ func (db *DB) writer() {
 				if waited {
 					break drain
 				}
-				if !lingering {
-					lingering = true
-					linger.Reset(backgroundLinger)
+				want := backgroundLinger
+				if onlyStarts {
+					want = startsLinger
+				}
+				if !lingering || want != armed {
+					left := want - time.Since(began)
+					if left <= 0 {
+						break drain
+					}
+					if lingering {
+						linger.Stop()
+					}
+					lingering, armed = true, want
+					linger.Reset(left)
 				}
 				select {
 				case o, ok = <-db.ops:
@@ -98,6 +121,7 @@ func (db *DB) writer() {
 			}
 			batch = append(batch, o)
 			waited = waited || o.done != nil
+			onlyStarts = onlyStarts && o.starts
 		}
 		if lingering {
 			linger.Stop()
@@ -108,6 +132,13 @@ func (db *DB) writer() {
 
 // backgroundLinger is how long a batch of background writes waits for company (see writer).
 const backgroundLinger = 20 * time.Millisecond
+
+// startsLinger is how long the write that only applies logged starts waits for company. It is
+// longer than the engine's wait for finished downloads to commit together (25 ms), so that under
+// load the starts ride the commits of finished downloads, and a start whose download finished
+// meanwhile is folded into its finish (see foldable) instead of being applied on its own. Until
+// then a started job's row reads as queued; the start log holds it, as durable as a commit.
+const startsLinger = 50 * time.Millisecond
 
 // runBatch commits batch as one transaction. If any op (or the commit) fails, the transaction is
 // rolled back and each op runs again in a transaction of its own, so one bad op fails alone.
@@ -157,8 +188,10 @@ func (db *DB) runTx(ops []op) (err error) {
 	}()
 	w := &wtx{db: db}
 	// Starts logged since the last commit move their jobs to active first, so that every write
-	// finds a started job active, as it was when it started (see startLog).
-	applied, err := applyStarts(w)
+	// finds a started job active, as it was when it started (see startLog); those of jobs this
+	// batch finishes are folded into their finish.
+	fold, light := foldable(ops)
+	applied, left, err := applyStarts(w, fold, light)
 	if err != nil {
 		return fmt.Errorf("apply starts: %w", err)
 	}
@@ -166,6 +199,9 @@ func (db *DB) runTx(ops []op) (err error) {
 		if err := o.run(w); err != nil {
 			return fmt.Errorf("%s: %w", o.name, err)
 		}
+	}
+	if err := applyFolded(w); err != nil {
+		return fmt.Errorf("apply starts: %w", err)
 	}
 	if len(w.fresh) > 0 && !locked {
 		// A start reads a created row after the commit, so it would find the job queued and
@@ -180,6 +216,9 @@ func (db *DB) runTx(ops []op) (err error) {
 		db.afterCommit()
 	}
 	db.starts.applied(applied)
+	if left {
+		db.starts.rearm(db.ops)
+	}
 	db.fresh.keep(w.fresh)
 	db.commits.Add(1)
 	select {

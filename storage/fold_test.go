@@ -1,0 +1,225 @@
+package storage
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// holdWriter queues a background write that keeps the writer in its transaction until the
+// returned release is called. It returns once that transaction has begun, so that starts logged
+// from then on are pending for the next one.
+func holdWriter(t *testing.T, db *DB) (release func()) {
+	entered, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	require.NoError(t, db.queue("hold", func(*wtx) error {
+		once.Do(func() { close(entered) })
+		<-hold
+		return nil
+	}))
+	<-entered
+	var rel sync.Once
+	release = func() { rel.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return release
+}
+
+// waitQueued waits until n writes wait for the writer.
+func waitQueued(t *testing.T, db *DB, n int) {
+	require.Eventually(t, func() bool { return len(db.ops) == n }, 5*time.Second, time.Millisecond)
+}
+
+func finish(id int64, at time.Time) Finish {
+	return Finish{
+		Attempt: Attempt{JobID: id, URL: "https://a.example/x", Host: "a.example", Attempt: 1, StartedAt: at, Status: 200, Outcome: "ok", Bytes: 1},
+		Done:    Done{File: "x", Bytes: 1, SHA256: "ab", Status: 200},
+	}
+}
+
+// S3, J3: a job that started and finished between two commits is moved from queued to done,
+// its attempt counted, in one statement: the finish folds the pending start. The start of a job
+// still downloading, younger than startsLinger, is left pending for a later commit. After a
+// crash, the left start is applied again and the job queued again as interrupted; the folded
+// one, logged after it, changes nothing.
+func TestFinishJobs_S3_PendingStartFoldedIntoItsFinish(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	release := holdWriter(t, db)
+	started, err := db.StartJobs(bg, ids)
+	require.NoError(t, err)
+	require.Equal(t, ids, []int64{started[0].ID, started[1].ID})
+	done := make(chan error, 1)
+	go func() {
+		errs, err := db.FinishJobs(bg, []Finish{finish(ids[1], time.Now())})
+		if err == nil {
+			err = errs[0]
+		}
+		done <- err
+	}()
+	waitQueued(t, db, 2) // the starts' write and the finish: one batch
+	release()
+	require.NoError(t, <-done)
+	assert.Equal(t, int64(1), db.folds.Load(), "the second job's start was folded into its finish")
+	hold := holdWriter(t, db) // nothing more is committed while the files are copied
+	assert.True(t, db.starts.isPending(ids[0]), "the first job's start, younger than startsLinger, is left pending")
+	assert.False(t, db.starts.isPending(ids[1]))
+	j, err := db.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, StateDone, j.State)
+	assert.Equal(t, 1, j.Attempts, "its attempt counted once")
+	j, err = db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State, "the left start's row reads as queued until it is applied")
+
+	crash := filepath.Join(t.TempDir(), "heed.db") // the files as kill -9 would leave them
+	for _, suffix := range []string{"", "-wal", "-starts"} {
+		data, err := os.ReadFile(path + suffix)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err, suffix)
+		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
+	}
+	hold()
+	after, err := Open(crash)
+	require.NoError(t, err)
+	defer after.Close()
+	assert.Equal(t, int64(1), after.Recovered(), "the job still downloading is queued again")
+	j, err = after.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, StateDone, j.State)
+	assert.Equal(t, 1, j.Attempts, "the folded start is not applied again")
+	j, err = after.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+	assert.Equal(t, 1, j.Attempts, "the left start is applied once")
+
+	require.NoError(t, db.Flush(bg)) // a write somebody waits for applies every start
+	assert.False(t, db.starts.hasPending())
+	j, err = db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
+	assert.Equal(t, 1, j.Attempts)
+}
+
+// J3: beside a write somebody waits for other than a finish (here a pause of another job),
+// nothing is folded: that write finds every started job active, as always.
+func TestFinishJobs_J3_NoFoldBesideOtherWaitedWrites(t *testing.T) {
+	db, _ := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3")
+	release := holdWriter(t, db)
+	_, err := db.StartJobs(bg, ids[:2])
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		errs, err := db.FinishJobs(bg, []Finish{finish(ids[0], time.Now())})
+		assert.NoError(t, err)
+		assert.NoError(t, errs[0])
+	})
+	waitQueued(t, db, 2)
+	wg.Go(func() {
+		_, err := db.SetJobState(bg, []int64{ids[2]}, StatePaused)
+		assert.NoError(t, err)
+	})
+	waitQueued(t, db, 3)
+	release()
+	wg.Wait()
+	assert.Zero(t, db.folds.Load())
+	assert.False(t, db.starts.hasPending(), "every start is applied")
+	j, err := db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateDone, j.State)
+	assert.Equal(t, 1, j.Attempts)
+	j, err = db.Job(bg, ids[1])
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
+}
+
+func TestFoldable_FinishesBesideBackgroundWritesOnly(t *testing.T) {
+	bgOp := op{name: "history"}
+	waited := op{name: "pause", done: make(chan error, 1)}
+	fin := func(ids ...int64) op { return op{name: "mark done", done: make(chan error, 1), finishes: ids} }
+	fold, light := foldable([]op{bgOp, fin(1, 2), {starts: true}, fin(3)})
+	assert.Equal(t, map[int64]bool{1: true, 2: true, 3: true}, fold)
+	assert.True(t, light)
+	for _, ops := range [][]op{{fin(1), waited}, {waited, fin(1)}} {
+		fold, light = foldable(ops)
+		assert.Nil(t, fold)
+		assert.False(t, light)
+	}
+	fold, light = foldable([]op{bgOp, {starts: true}})
+	assert.Nil(t, fold)
+	assert.True(t, light)
+}
+
+// The write that only applies logged starts waits startsLinger for company, and commits then
+// on its own when none came.
+func TestWriter_StartsLinger(t *testing.T) {
+	db, _ := openTest(t)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+	before := db.commits.Load()
+	_, err := db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	start := time.Now()
+	require.Eventually(t, func() bool { return !db.starts.hasPending() }, 5*time.Second, time.Millisecond)
+	took := time.Since(start)
+	assert.GreaterOrEqual(t, took, startsLinger-5*time.Millisecond, "the starts waited for company")
+	assert.Equal(t, before+1, db.commits.Load())
+	j, err := db.Job(context.Background(), id)
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
+}
+
+// J3: a start left to a finish that did not take it is applied before the commit all the same.
+func TestRunTx_J3_FoldedStartNoFinishTookIsApplied(t *testing.T) {
+	db, _ := openTest(t)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+	release := holdWriter(t, db)
+	_, err := db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- db.submit(bg, op{ctx: bg, name: "finishes nothing", done: make(chan error, 1), finishes: []int64{id},
+			run: func(*wtx) error { return nil }})
+	}()
+	waitQueued(t, db, 2)
+	release()
+	require.NoError(t, <-done)
+	assert.Zero(t, db.folds.Load())
+	j, err := db.Job(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
+	assert.Equal(t, 1, j.Attempts)
+	assert.False(t, db.starts.isPending(id))
+}
+
+// J3: a start left pending by a commit is applied by a later one of its own, once older than
+// startsLinger, with no other write to bring it.
+func TestStarts_J3_LeftPendingAppliedByItself(t *testing.T) {
+	db, _ := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	release := holdWriter(t, db)
+	_, err := db.StartJobs(bg, ids)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.FinishJobs(bg, []Finish{finish(ids[1], time.Now())})
+		done <- err
+	}()
+	waitQueued(t, db, 2)
+	release()
+	require.NoError(t, <-done)
+	require.Equal(t, int64(1), db.folds.Load())
+	require.True(t, db.starts.isPending(ids[0]), "left pending by the finish's commit")
+	require.Eventually(t, func() bool { return !db.starts.hasPending() }, 5*time.Second, time.Millisecond)
+	j, err := db.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
+	assert.Equal(t, 1, j.Attempts)
+}
