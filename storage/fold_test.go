@@ -3,8 +3,10 @@ package storage
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,4 +224,221 @@ func TestStarts_J3_LeftPendingAppliedByItself(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateActive, j.State)
 	assert.Equal(t, 1, j.Attempts)
+}
+
+// frozenClock makes db.now return one instant: in a light batch every start is then younger
+// than startsLinger and left pending, so which starts a commit applies no longer depends on
+// timing. Set before any write, so the writer reads it after.
+func frozenClock(db *DB) {
+	at := time.Now()
+	db.now = func() time.Time { return at }
+}
+
+// crashCopy copies the database's files as kill -9 would leave them and returns the copy's path.
+func crashCopy(t *testing.T, path string) string {
+	crash := filepath.Join(t.TempDir(), "heed.db")
+	for _, suffix := range []string{"", "-wal", "-starts"} {
+		data, err := os.ReadFile(path + suffix)
+		if os.IsNotExist(err) {
+			continue
+		}
+		require.NoError(t, err, suffix)
+		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
+	}
+	return crash
+}
+
+// queueHold queues a background write that blocks inside its transaction, without waiting for
+// it to begin: entered is closed once it runs.
+func queueHold(t *testing.T, db *DB) (entered chan struct{}, release func()) {
+	entered, hold := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	require.NoError(t, db.queue("hold2", func(*wtx) error {
+		once.Do(func() { close(entered) })
+		<-hold
+		return nil
+	}))
+	var rel sync.Once
+	release = func() { rel.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return entered, release
+}
+
+// S2: a job whose start was folded into its finish while an earlier start was left pending,
+// then requeued by the person, does not become active at the replay after a crash: the
+// requeue's batch records as applied every start logged before it, the folded one included.
+func TestStarts_S2_RequeuedAfterFoldNotAppliedAgain(t *testing.T) {
+	db, path := openTest(t)
+	frozenClock(db)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3")
+	a, b, c := ids[0], ids[1], ids[2]
+
+	rel1 := holdWriter(t, db)
+	_, err := db.StartJobs(bg, []int64{a, b}) // seq 1, 2
+	require.NoError(t, err)
+	fin := make(chan error, 1)
+	go func() {
+		errs, err := db.FinishJobs(bg, []Finish{finish(b, time.Now())})
+		if err == nil {
+			err = errs[0]
+		}
+		fin <- err
+	}()
+	waitQueued(t, db, 2)
+	rel1()
+	require.NoError(t, <-fin)
+	require.Equal(t, int64(1), db.folds.Load(), "b's start folded into its finish")
+	require.True(t, db.starts.isPending(a), "a's start left pending")
+
+	rel0 := holdWriter(t, db) // rides with the rearmed apply-starts write (light: a left again)
+	req := make(chan error, 1)
+	go func() {
+		moved, err := db.Requeue(bg, []int64{b})
+		if err == nil && len(moved) != 1 {
+			err = assert.AnError
+		}
+		req <- err
+	}()
+	waitQueued(t, db, 1)
+	entered2, rel2 := queueHold(t, db)
+	waitQueued(t, db, 2)
+	rel0()
+	<-entered2                            // in the Requeue's batch (not light): a applied, starts_applied = 1, b queued
+	_, err = db.StartJobs(bg, []int64{c}) // seq 3, after that batch's snapshot: the log is not emptied
+	require.NoError(t, err)
+	rel2()
+	require.NoError(t, <-req)
+
+	rel3 := holdWriter(t, db)
+	j, err := db.Job(bg, b)
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, j.State)
+	require.Equal(t, 0, j.Attempts, "Requeue gives a fresh attempt budget")
+	crash := crashCopy(t, path)
+	rel3()
+
+	after, err := Open(crash)
+	require.NoError(t, err)
+	defer after.Close()
+	j, err = after.Job(bg, b)
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+	assert.Equal(t, 0, j.Attempts, "b's old, folded start must not be applied again at replay")
+	its, err := after.Interrupted(bg)
+	require.NoError(t, err)
+	for _, it := range its {
+		assert.NotEqual(t, b, it.JobID, "b was not interrupted: it was requeued and never started again")
+	}
+	assert.Equal(t, int64(2), after.Recovered(), "a and c were active; b was not")
+}
+
+// S2: Named with Again moves a done job back to queued without anybody waiting for it; its batch
+// is not light, so every start is applied first and the job's folded start is not applied again
+// at the replay after a crash.
+func TestStarts_S2_NamedAgainIsNotLight(t *testing.T) {
+	db, path := openTest(t)
+	frozenClock(db)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	a, b := ids[0], ids[1]
+
+	rel1 := holdWriter(t, db)
+	_, err := db.StartJobs(bg, []int64{a, b})
+	require.NoError(t, err)
+	fin := make(chan error, 1)
+	go func() {
+		f := finish(b, time.Now())
+		f.Done.Held = true
+		errs, err := db.FinishJobs(bg, []Finish{f})
+		if err == nil {
+			err = errs[0]
+		}
+		fin <- err
+	}()
+	waitQueued(t, db, 2)
+	require.NoError(t, db.Named([]Named{{JobID: b, Again: true}}))
+	waitQueued(t, db, 3)
+	rel1()
+	require.NoError(t, <-fin)
+
+	rel2 := holdWriter(t, db)
+	j, err := db.Job(bg, b)
+	require.NoError(t, err)
+	require.Equal(t, StateQueued, j.State)
+	require.Equal(t, 1, j.Attempts)
+	crash := crashCopy(t, path)
+	rel2()
+
+	after, err := Open(crash)
+	require.NoError(t, err)
+	defer after.Close()
+	j, err = after.Job(bg, b)
+	require.NoError(t, err)
+	assert.Equal(t, StateQueued, j.State)
+	assert.Equal(t, 1, j.Attempts, "b's one start counted once")
+	assert.Equal(t, int64(1), after.Recovered(), "only a was started and not finished")
+}
+
+// J3: a start logged as Close's own write commits is applied before the last commit, and the
+// start log is removed; the writer never sends on the closed queue of writes (a panic then,
+// hence the child process).
+func TestClose_J3_StartLoggedAsCloseCommitsIsApplied(t *testing.T) {
+	if os.Getenv("HEED_TEST_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestClose_J3_StartLoggedAsCloseCommitsIsApplied$", "-test.v")
+		cmd.Env = append(os.Environ(), "HEED_TEST_CHILD=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child failed: %v\n%s", err, tail(out, 2500))
+		}
+		return
+	}
+	path := filepath.Join(t.TempDir(), "heed.db")
+	db, err := Open(path)
+	require.NoError(t, err)
+	var armed atomic.Bool
+	var late int64
+	db.afterCommit = func() {
+		if armed.CompareAndSwap(true, false) {
+			// A dispatcher starting a job at the moment Close's write commits.
+			_, err := db.StartJobs(bg, []int64{late})
+			if err != nil {
+				panic(err)
+			}
+		}
+	}
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	late = ids[1]
+	_, err = db.StartJobs(bg, ids[:1]) // pending: Close writes to apply it
+	require.NoError(t, err)
+	armed.Store(true)
+	require.NoError(t, db.Close())
+	_, err = os.Stat(path + "-starts")
+	assert.True(t, os.IsNotExist(err), "Close applies every start and removes the start log")
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// J3: a start's age is measured on the monotonic clock: when the system clock steps back, the
+// start is still applied about startsLinger after it was logged, and the writer does not commit
+// an empty write every startsLinger until the clock catches up.
+func TestStarts_J3_AgeOnTheMonotonicClock(t *testing.T) {
+	db, _ := openTest(t)
+	var offset atomic.Int64
+	db.now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+	_, err := db.StartJobs(bg, []int64{id})
+	require.NoError(t, err)
+	offset.Store(int64(-time.Hour)) // NTP steps the clock back an hour
+	before := db.commits.Load()
+	require.Eventually(t, func() bool { return !db.starts.hasPending() }, 5*time.Second, time.Millisecond,
+		"the start is applied about startsLinger after it was logged")
+	time.Sleep(4 * startsLinger)
+	assert.LessOrEqual(t, db.commits.Load()-before, int64(2), "the writer does not commit again and again")
+	j, err := db.Job(bg, id)
+	require.NoError(t, err)
+	assert.Equal(t, StateActive, j.State)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -482,7 +483,8 @@ func (db *DB) Named(ns []Named) error {
 	if len(ns) == 0 {
 		return nil
 	}
-	return db.queue("named", func(w *wtx) error {
+	again := slices.ContainsFunc(ns, func(n Named) bool { return n.Again })
+	return db.submit(nil, op{name: "named", requeues: again, run: func(w *wtx) error {
 		now := nanos(db.now())
 		ids := make([]any, 0, len(ns))
 		for _, n := range ns {
@@ -522,7 +524,7 @@ func (db *DB) Named(ns []Named) error {
 			ids = ids[k:]
 		}
 		return nil
-	})
+	}})
 }
 
 // namedChunk is how many downloads Named clears with one statement.

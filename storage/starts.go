@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // A job's start must be on disk before its request is sent (J3). Committed as the job's row
@@ -41,7 +42,10 @@ type startLog struct {
 	applyQueued atomic.Bool // a write that applies the pending starts is queued
 }
 
-type pendingStart struct{ seq, at int64 }
+type pendingStart struct {
+	seq, at int64
+	logged  time.Time // when it was logged, with the monotonic reading: its age for startsLinger
+}
 
 // startRecord is one record of the start log: its number, the job and the start time (unix
 // nanoseconds), little-endian.
@@ -136,27 +140,14 @@ func (l *startLog) append(ids []int64, at int64) ([]bool, error) {
 		}
 	}
 	l.size += int64(len(buf))
+	loggedAt := time.Now()
 	for i, id := range ids {
 		if logged[i] {
 			l.seq++
-			l.pending[id] = pendingStart{seq: l.seq, at: at}
+			l.pending[id] = pendingStart{seq: l.seq, at: at, logged: loggedAt}
 		}
 	}
 	return logged, nil
-}
-
-// rearm queues the write that applies the pending starts, for those a commit left pending (see
-// applyStarts), unless one is queued already. It runs on the writer, so it never waits for room
-// in ops: when there is none, the writes waiting there apply the starts in turn.
-func (l *startLog) rearm(ops chan<- op) {
-	if !l.applyQueued.CompareAndSwap(false, true) {
-		return
-	}
-	select {
-	case ops <- applyStartsOp():
-	default:
-		l.applyQueued.Store(false)
-	}
 }
 
 // applyStartsOp is the write that only applies the pending starts.
@@ -185,18 +176,19 @@ func (l *startLog) isPending(job int64) bool {
 	return ok
 }
 
-// snapshot returns the pending starts, for applyStarts.
-func (l *startLog) snapshot() map[int64]pendingStart {
+// snapshot returns the pending starts, for applyStarts, and the last record's number: every
+// record up to it that is not pending was committed before.
+func (l *startLog) snapshot() (map[int64]pendingStart, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.pending) == 0 {
-		return nil
+		return nil, l.seq
 	}
 	out := make(map[int64]pendingStart, len(l.pending))
 	for id, p := range l.pending {
 		out[id] = p
 	}
-	return out
+	return out, l.seq
 }
 
 // applied forgets the starts of done, committed to the jobs table, and empties the log when
@@ -287,7 +279,7 @@ func foldable(ops []op) (fold map[int64]bool, light bool) {
 			for _, id := range o.finishes {
 				fold[id] = true
 			}
-		case o.done != nil:
+		case o.done != nil || o.requeues:
 			return nil, false
 		}
 	}
@@ -322,13 +314,16 @@ func applyFolded(w *wtx) error {
 // folded into the finish, one statement instead of two. It returns what it applied or folded,
 // for startLog.applied once the transaction committed.
 //
-// The database's record of the last start applied (startsAppliedKey) stays below the first one
-// left pending, so that opening it after a crash applies that one again, with any after it that
-// were applied: those find their job no longer queued and change nothing, since a job goes back
-// to queued only in a batch that is not light, which applies every start before it.
+// The database's record of the last start applied (startsAppliedKey) is the last record logged
+// before the snapshot — every one up to it that is not pending was committed before — or, when a
+// start is left, the one before it. Opening the database after a crash then applies the left one
+// again, with any after it that were applied or folded: those find their job no longer queued
+// and change nothing. A job goes back to queued only in a batch that is not light (a retry, a
+// requeue, a resume, Named with Again), and that batch leaves nothing, so its record covers every
+// start logged before it.
 func applyStarts(w *wtx, fold map[int64]bool, light bool) (applied map[int64]pendingStart, left bool, err error) {
 	w.db.starts.applyQueued.Store(false) // before the snapshot: a start after it queues a write
-	starts := w.db.starts.snapshot()
+	starts, upTo := w.db.starts.snapshot()
 	if len(starts) == 0 {
 		return nil, false, nil
 	}
@@ -337,10 +332,6 @@ func applyStarts(w *wtx, fold map[int64]bool, light bool) (applied map[int64]pen
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	young := int64(math.MaxInt64)
-	if light {
-		young = nanos(w.db.now()) - int64(startsLinger)
-	}
 	last, firstLeft := int64(0), int64(math.MaxInt64)
 	for _, id := range ids {
 		p := starts[id]
@@ -350,7 +341,7 @@ func applyStarts(w *wtx, fold map[int64]bool, light bool) (applied map[int64]pen
 				w.folded = make(map[int64]int64, len(fold))
 			}
 			w.folded[id] = p.at
-		case p.at > young:
+		case light && time.Since(p.logged) < startsLinger:
 			delete(starts, id)
 			firstLeft = min(firstLeft, p.seq)
 			continue
@@ -362,6 +353,7 @@ func applyStarts(w *wtx, fold map[int64]bool, light bool) (applied map[int64]pen
 		last = max(last, p.seq)
 	}
 	left = firstLeft != math.MaxInt64
+	last = upTo // not just the pending ones applied: a record applied or folded earlier is covered too
 	if left {
 		last = min(last, firstLeft-1)
 	}

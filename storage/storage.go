@@ -181,6 +181,8 @@ type DB struct {
 	done     chan struct{}
 	batchMax int
 
+	rearmed      bool         // the writer's: a commit left starts pending (see writer)
+	closing      bool         // the writer's: ops is closed, every batch applies every start
 	commits      atomic.Int64 // transactions committed by the writer, for tests
 	folds        atomic.Int64 // starts folded into their finish (see markDone), for tests
 	afterCommit  func()       // tests: runs on the writer right after each commit

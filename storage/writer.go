@@ -25,6 +25,9 @@ type op struct {
 	finishes []int64
 	// starts marks the write that only applies the pending starts (see startsLinger).
 	starts bool
+	// requeues says run may move a job back to queued although nobody waits for it (Named with
+	// Again): its batch is not light (see foldable).
+	requeues bool
 }
 
 // wtx is the writer's transaction, open on db.wc.
@@ -75,9 +78,24 @@ func (db *DB) writer() {
 	batch := make([]op, 0, db.batchMax)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
+	closing := false
 	for {
-		first, ok := <-db.ops
+		var first op
+		ok := true
+		switch {
+		case db.rearmed && !closing:
+			// A commit left starts pending: the write that applies them, taken here rather than
+			// sent on ops, which may be full or closed.
+			db.rearmed = false
+			first = applyStartsOp()
+		default:
+			first, ok = <-db.ops
+		}
 		if !ok {
+			if db.starts.hasPending() {
+				db.closing = true
+				db.runBatch([]op{applyStartsOp()}) // Close: every start applied before the last commit
+			}
 			return
 		}
 		began := time.Now()
@@ -117,7 +135,8 @@ func (db *DB) writer() {
 				}
 			}
 			if !ok {
-				break drain // closing: commit what came, then stop
+				closing, db.closing = true, true // closing: commit what came, everything applied, then stop
+				break drain
 			}
 			batch = append(batch, o)
 			waited = waited || o.done != nil
@@ -191,6 +210,7 @@ func (db *DB) runTx(ops []op) (err error) {
 	// finds a started job active, as it was when it started (see startLog); those of jobs this
 	// batch finishes are folded into their finish.
 	fold, light := foldable(ops)
+	light = light && !db.closing
 	applied, left, err := applyStarts(w, fold, light)
 	if err != nil {
 		return fmt.Errorf("apply starts: %w", err)
@@ -217,7 +237,7 @@ func (db *DB) runTx(ops []op) (err error) {
 	}
 	db.starts.applied(applied)
 	if left {
-		db.starts.rearm(db.ops)
+		db.rearmed = true // the writer takes an apply-starts write next (see writer)
 	}
 	db.fresh.keep(w.fresh)
 	db.commits.Add(1)
