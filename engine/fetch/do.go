@@ -230,6 +230,13 @@ func (a *attempt) redirect(resp *http.Response) {
 		a.fail(Refused, false, fmt.Errorf("redirect to %q refused: only http and https are followed", target.Scheme+":"))
 		return
 	}
+	// The next hop's request is built from target's fields, not its text
+	// parsed again (see run): a target whose text does not parse, as a
+	// scheme-relative "//h:80:/x" resolves to, is refused here instead.
+	if _, err := url.Parse(target.String()); err != nil {
+		a.fail(Refused, false, fmt.Errorf("redirect to an unparsable Location: %w", err))
+		return
+	}
 	if strings.EqualFold(a.req.URL.Scheme, "https") && target.Scheme == "http" && !a.f.downgrade {
 		a.fail(Refused, false, fmt.Errorf("redirect from https to http refused (downgrade not allowed)"))
 		return
