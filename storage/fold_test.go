@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,14 @@ import (
 // returned release is called. It returns once that transaction has begun, so that starts logged
 // from then on are pending for the next one.
 func holdWriter(t *testing.T, db *DB) (release func()) {
+	entered, release := queueHold(t, db)
+	<-entered
+	return release
+}
+
+// queueHold queues a background write that blocks inside its transaction, without waiting for
+// it to begin: entered is closed once it runs.
+func queueHold(t *testing.T, db *DB) (entered chan struct{}, release func()) {
 	entered, hold := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	require.NoError(t, db.queue("hold", func(*wtx) error {
@@ -25,16 +34,28 @@ func holdWriter(t *testing.T, db *DB) (release func()) {
 		<-hold
 		return nil
 	}))
-	<-entered
 	var rel sync.Once
 	release = func() { rel.Do(func() { close(hold) }) }
 	t.Cleanup(release)
-	return release
+	return entered, release
 }
 
 // waitQueued waits until n writes wait for the writer.
 func waitQueued(t *testing.T, db *DB, n int) {
 	require.Eventually(t, func() bool { return len(db.ops) == n }, 5*time.Second, time.Millisecond)
+}
+
+// finishAsync calls FinishJobs with f from a goroutine, and gives its error, or f's.
+func finishAsync(db *DB, f Finish) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		errs, err := db.FinishJobs(bg, []Finish{f})
+		if err == nil {
+			err = errs[0]
+		}
+		done <- err
+	}()
+	return done
 }
 
 func finish(id int64, at time.Time) Finish {
@@ -56,14 +77,7 @@ func TestFinishJobs_S3_PendingStartFoldedIntoItsFinish(t *testing.T) {
 	started, err := db.StartJobs(bg, ids)
 	require.NoError(t, err)
 	require.Equal(t, ids, []int64{started[0].ID, started[1].ID})
-	done := make(chan error, 1)
-	go func() {
-		errs, err := db.FinishJobs(bg, []Finish{finish(ids[1], time.Now())})
-		if err == nil {
-			err = errs[0]
-		}
-		done <- err
-	}()
+	done := finishAsync(db, finish(ids[1], time.Now()))
 	waitQueued(t, db, 2) // the starts' write and the finish: one batch
 	release()
 	require.NoError(t, <-done)
@@ -79,15 +93,7 @@ func TestFinishJobs_S3_PendingStartFoldedIntoItsFinish(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateQueued, j.State, "the left start's row reads as queued until it is applied")
 
-	crash := filepath.Join(t.TempDir(), "heed.db") // the files as kill -9 would leave them
-	for _, suffix := range []string{"", "-wal", "-starts"} {
-		data, err := os.ReadFile(path + suffix)
-		if os.IsNotExist(err) {
-			continue
-		}
-		require.NoError(t, err, suffix)
-		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
-	}
+	crash := crashCopy(t, path)
 	hold()
 	after, err := Open(crash)
 	require.NoError(t, err)
@@ -118,13 +124,9 @@ func TestFinishJobs_J3_NoFoldBesideOtherWaitedWrites(t *testing.T) {
 	release := holdWriter(t, db)
 	_, err := db.StartJobs(bg, ids[:2])
 	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		errs, err := db.FinishJobs(bg, []Finish{finish(ids[0], time.Now())})
-		assert.NoError(t, err)
-		assert.NoError(t, errs[0])
-	})
+	done := finishAsync(db, finish(ids[0], time.Now()))
 	waitQueued(t, db, 2)
+	var wg sync.WaitGroup
 	wg.Go(func() {
 		_, err := db.SetJobState(bg, []int64{ids[2]}, StatePaused)
 		assert.NoError(t, err)
@@ -132,6 +134,7 @@ func TestFinishJobs_J3_NoFoldBesideOtherWaitedWrites(t *testing.T) {
 	waitQueued(t, db, 3)
 	release()
 	wg.Wait()
+	require.NoError(t, <-done)
 	assert.Zero(t, db.folds.Load())
 	assert.False(t, db.starts.hasPending(), "every start is applied")
 	j, err := db.Job(bg, ids[0])
@@ -209,11 +212,7 @@ func TestStarts_J3_LeftPendingAppliedByItself(t *testing.T) {
 	release := holdWriter(t, db)
 	_, err := db.StartJobs(bg, ids)
 	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		_, err := db.FinishJobs(bg, []Finish{finish(ids[1], time.Now())})
-		done <- err
-	}()
+	done := finishAsync(db, finish(ids[1], time.Now()))
 	waitQueued(t, db, 2)
 	release()
 	require.NoError(t, <-done)
@@ -234,36 +233,6 @@ func frozenClock(db *DB) {
 	db.now = func() time.Time { return at }
 }
 
-// crashCopy copies the database's files as kill -9 would leave them and returns the copy's path.
-func crashCopy(t *testing.T, path string) string {
-	crash := filepath.Join(t.TempDir(), "heed.db")
-	for _, suffix := range []string{"", "-wal", "-starts"} {
-		data, err := os.ReadFile(path + suffix)
-		if os.IsNotExist(err) {
-			continue
-		}
-		require.NoError(t, err, suffix)
-		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
-	}
-	return crash
-}
-
-// queueHold queues a background write that blocks inside its transaction, without waiting for
-// it to begin: entered is closed once it runs.
-func queueHold(t *testing.T, db *DB) (entered chan struct{}, release func()) {
-	entered, hold := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	require.NoError(t, db.queue("hold2", func(*wtx) error {
-		once.Do(func() { close(entered) })
-		<-hold
-		return nil
-	}))
-	var rel sync.Once
-	release = func() { rel.Do(func() { close(hold) }) }
-	t.Cleanup(release)
-	return entered, release
-}
-
 // S2: a job whose start was folded into its finish while an earlier start was left pending,
 // then requeued by the person, does not become active at the replay after a crash: the
 // requeue's batch records as applied every start logged before it, the folded one included.
@@ -276,14 +245,7 @@ func TestStarts_S2_RequeuedAfterFoldNotAppliedAgain(t *testing.T) {
 	rel1 := holdWriter(t, db)
 	_, err := db.StartJobs(bg, []int64{a, b}) // seq 1, 2
 	require.NoError(t, err)
-	fin := make(chan error, 1)
-	go func() {
-		errs, err := db.FinishJobs(bg, []Finish{finish(b, time.Now())})
-		if err == nil {
-			err = errs[0]
-		}
-		fin <- err
-	}()
+	fin := finishAsync(db, finish(b, time.Now()))
 	waitQueued(t, db, 2)
 	rel1()
 	require.NoError(t, <-fin)
@@ -344,16 +306,9 @@ func TestStarts_S2_NamedAgainIsNotLight(t *testing.T) {
 	rel1 := holdWriter(t, db)
 	_, err := db.StartJobs(bg, []int64{a, b})
 	require.NoError(t, err)
-	fin := make(chan error, 1)
-	go func() {
-		f := finish(b, time.Now())
-		f.Done.Held = true
-		errs, err := db.FinishJobs(bg, []Finish{f})
-		if err == nil {
-			err = errs[0]
-		}
-		fin <- err
-	}()
+	f := finish(b, time.Now())
+	f.Done.Held = true
+	fin := finishAsync(db, f)
 	waitQueued(t, db, 2)
 	require.NoError(t, db.Named([]Named{{JobID: b, Again: true}}))
 	waitQueued(t, db, 3)
@@ -379,47 +334,53 @@ func TestStarts_S2_NamedAgainIsNotLight(t *testing.T) {
 }
 
 // J3: a start logged as Close's own write commits is applied before the last commit, and the
-// start log is removed; the writer never sends on the closed queue of writes (a panic then,
+// start log is removed; the writer never sends on the closed queue of writes (it panicked then,
 // hence the child process).
 func TestClose_J3_StartLoggedAsCloseCommitsIsApplied(t *testing.T) {
-	if os.Getenv("HEED_TEST_CHILD") == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestClose_J3_StartLoggedAsCloseCommitsIsApplied$", "-test.v")
-		cmd.Env = append(os.Environ(), "HEED_TEST_CHILD=1")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child failed: %v\n%s", err, tail(out, 2500))
-		}
-		return
-	}
 	path := filepath.Join(t.TempDir(), "heed.db")
-	db, err := Open(path)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"=close-late-start", envDB+"="+path)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.NoFileExists(t, path+"-starts", "Close applies every start and removes the start log")
+	after, err := Open(path)
 	require.NoError(t, err)
+	defer after.Close()
+	assert.Equal(t, int64(2), after.Recovered(), "both started jobs were active at Close")
+}
+
+// childCloseLateStart starts a job, then closes the database, starting a second one the moment
+// Close's own write commits, as a dispatcher could.
+func childCloseLateStart(path string) int {
+	db, err := Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	res, err := db.Enqueue(bg, []NewJob{{URL: "https://a.example/1", Host: "a.example"}, {URL: "https://a.example/2", Host: "a.example"}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	first, late := res.Items[0].ID, res.Items[1].ID
 	var armed atomic.Bool
-	var late int64
 	db.afterCommit = func() {
 		if armed.CompareAndSwap(true, false) {
-			// A dispatcher starting a job at the moment Close's write commits.
-			_, err := db.StartJobs(bg, []int64{late})
-			if err != nil {
+			if _, err := db.StartJobs(bg, []int64{late}); err != nil {
 				panic(err)
 			}
 		}
 	}
-	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
-	late = ids[1]
-	_, err = db.StartJobs(bg, ids[:1]) // pending: Close writes to apply it
-	require.NoError(t, err)
-	armed.Store(true)
-	require.NoError(t, db.Close())
-	_, err = os.Stat(path + "-starts")
-	assert.True(t, os.IsNotExist(err), "Close applies every start and removes the start log")
-}
-
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
+	if _, err := db.StartJobs(bg, []int64{first}); err != nil { // pending: Close writes to apply it
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	return string(b)
+	armed.Store(true)
+	if err := db.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // J3: a start's age is measured on the monotonic clock: when the system clock steps back, the

@@ -402,12 +402,7 @@ func TestStartJobs_J3_S2_LoggedBeforeItReturnsAppliedWithTheNextCommit(t *testin
 	// On disk when it returns (J3): Heed killed now finds both started, and queues them again
 	// as interrupted, each attempt counted (S2). (If the next commit came first, it finds them
 	// active: the same.)
-	crashed := filepath.Join(t.TempDir(), "heed.db")
-	for _, suffix := range []string{"", "-wal", "-starts"} {
-		data, err := os.ReadFile(path + suffix)
-		require.NoError(t, err, suffix)
-		require.NoError(t, os.WriteFile(crashed+suffix, data, 0o644))
-	}
+	crashed := crashCopy(t, path)
 	after, err := Open(crashed)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), after.Recovered())

@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childOpen(os.Getenv(envDB)))
 	case "crash":
 		os.Exit(childCrash(os.Getenv(envDB), os.Getenv(envRound)))
+	case "close-late-start":
+		os.Exit(childCloseLateStart(os.Getenv(envDB)))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)
@@ -90,4 +92,17 @@ func enqueueURLs(t testing.TB, db *DB, host string, urls ...string) []int64 {
 		ids[i] = it.ID
 	}
 	return ids
+}
+
+// crashCopy copies the database's files — the database, its -wal and its start log, each of
+// which must be there — as kill -9 would leave them, and returns the copy's path.
+func crashCopy(t testing.TB, path string) string {
+	t.Helper()
+	crash := filepath.Join(t.TempDir(), "heed.db")
+	for _, suffix := range []string{"", "-wal", "-starts"} {
+		data, err := os.ReadFile(path + suffix)
+		require.NoError(t, err, suffix)
+		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
+	}
+	return crash
 }

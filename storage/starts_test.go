@@ -94,12 +94,7 @@ func TestStartLog_S2_BesideTheFileWhateverNameOpenedIt(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.StartJobs(bg, []int64{id})
 	require.NoError(t, err)
-	crash := filepath.Join(t.TempDir(), "heed.db") // the files as kill -9 would leave them
-	for _, suffix := range []string{"", "-wal", "-starts"} {
-		data, err := os.ReadFile(real + suffix)
-		require.NoError(t, err, suffix)
-		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
-	}
+	crash := crashCopy(t, real)
 	require.NoError(t, db.Close())
 	after, err := Open(crash)
 	require.NoError(t, err)

@@ -78,17 +78,14 @@ func (db *DB) writer() {
 	batch := make([]op, 0, db.batchMax)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	closing := false
 	for {
 		var first op
 		ok := true
-		switch {
-		case db.rearmed && !closing:
+		if db.rearmed && !db.closing {
 			// A commit left starts pending: the write that applies them, taken here rather than
 			// sent on ops, which may be full or closed.
-			db.rearmed = false
-			first = applyStartsOp()
-		default:
+			db.rearmed, first = false, applyStartsOp()
+		} else {
 			first, ok = <-db.ops
 		}
 		if !ok {
@@ -135,7 +132,7 @@ func (db *DB) writer() {
 				}
 			}
 			if !ok {
-				closing, db.closing = true, true // closing: commit what came, everything applied, then stop
+				db.closing = true // closing: commit what came, every start applied, then stop
 				break drain
 			}
 			batch = append(batch, o)

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -183,29 +184,24 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// get returns an idle connection to key, or dials one.
+// get returns an idle connection to key, or dials one. A kept connection
+// idle too long, or with something to read (see quiet), is closed instead.
 func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
-	var stale []*h1Conn
-	t.mu.Lock()
-	var c *h1Conn
-	for l := t.idle[key]; len(l) > 0 && c == nil; {
-		c, l = l[len(l)-1], l[:len(l)-1]
-		t.nIdle--
-		if len(l) == 0 {
-			delete(t.idle, key)
-		} else {
-			t.idle[key] = l
+	for {
+		t.mu.Lock()
+		n := len(t.idle[key])
+		var c *h1Conn
+		if n > 0 {
+			c = t.takeLocked(key, n-1) // the most recently used
 		}
-		c.stopTimer()
+		t.mu.Unlock()
+		if c == nil {
+			break
+		}
 		if t.idleFor > 0 && time.Since(c.idleAt) > t.idleFor || !quiet(c.conn) {
-			stale, c = append(stale, c), nil
+			c.conn.Close()
+			continue
 		}
-	}
-	t.mu.Unlock()
-	for _, s := range stale {
-		s.conn.Close()
-	}
-	if c != nil {
 		c.reused = true
 		return c, nil
 	}
@@ -213,7 +209,7 @@ func (t *h1Transport) get(ctx context.Context, key string) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &h1Conn{conn: nc, key: key, in: countingReader{r: nc}}
+	c := &h1Conn{conn: nc, key: key, in: countingReader{r: nc}}
 	c.br = bufio.NewReaderSize(&c.in, 4<<10)
 	c.bw = bufio.NewWriterSize(nc, 4<<10)
 	return c, nil
@@ -225,18 +221,17 @@ func (t *h1Transport) put(c *h1Conn) {
 	c.idleAt = time.Now()
 	var drop *h1Conn
 	t.mu.Lock()
-	switch {
-	case len(t.idle[c.key]) >= t.maxIdlePerHost:
+	if len(t.idle[c.key]) >= t.maxIdlePerHost {
 		drop = c
-	case t.nIdle >= t.maxIdle:
-		drop = t.oldestLocked()
-		t.idle[c.key] = append(t.idle[c.key], c)
-	default:
+	} else {
+		if t.nIdle >= t.maxIdle {
+			drop = t.oldestLocked()
+		}
 		t.idle[c.key] = append(t.idle[c.key], c)
 		t.nIdle++
-	}
-	if drop != c && t.idleFor > 0 {
-		c.timer = time.AfterFunc(t.idleFor, func() { t.expire(c) })
+		if t.idleFor > 0 {
+			c.timer = time.AfterFunc(t.idleFor, func() { t.expire(c) })
+		}
 	}
 	t.mu.Unlock()
 	if drop != nil {
@@ -247,22 +242,14 @@ func (t *h1Transport) put(c *h1Conn) {
 // expire closes c if it is still idle.
 func (t *h1Transport) expire(c *h1Conn) {
 	t.mu.Lock()
-	l := t.idle[c.key]
-	for i, x := range l {
-		if x == c {
-			l = append(l[:i:i], l[i+1:]...)
-			if len(l) == 0 {
-				delete(t.idle, c.key)
-			} else {
-				t.idle[c.key] = l
-			}
-			t.nIdle--
-			t.mu.Unlock()
-			c.conn.Close()
-			return
-		}
+	i := slices.Index(t.idle[c.key], c)
+	if i >= 0 {
+		t.takeLocked(c.key, i)
 	}
 	t.mu.Unlock()
+	if i >= 0 {
+		c.conn.Close()
+	}
 }
 
 // oldestLocked takes the connection idle the longest out of the pool.
@@ -273,14 +260,22 @@ func (t *h1Transport) oldestLocked() *h1Conn {
 			oldest = c
 		}
 	}
-	oldest.stopTimer()
-	l := t.idle[oldest.key][1:]
-	if len(l) == 0 {
-		delete(t.idle, oldest.key)
+	return t.takeLocked(oldest.key, 0)
+}
+
+// takeLocked takes the i-th idle connection to key out of the pool and stops
+// its idle timer.
+func (t *h1Transport) takeLocked(key string, i int) *h1Conn {
+	l := t.idle[key]
+	c := l[i]
+	if l = slices.Delete(l, i, i+1); len(l) == 0 {
+		delete(t.idle, key)
 	} else {
-		t.idle[oldest.key] = l
+		t.idle[key] = l
 	}
-	return oldest
+	t.nIdle--
+	c.stopTimer()
+	return c
 }
 
 // aLongTimeAgo is a deadline that has passed: set on a connection, it ends

@@ -36,16 +36,30 @@ func newH1Env(t *testing.T, cfg Config) *h1Env {
 	return e
 }
 
-// get fetches u and reads the body to its end.
-func (e *h1Env) get(t *testing.T, u string) (*http.Response, string, error) {
-	t.Helper()
-	resp, err := e.c.Get(u)
+// getAll fetches u with c and reads the body to its end.
+func getAll(c *http.Client, u string) (*http.Response, string, error) {
+	resp, err := c.Get(u)
 	if err != nil {
 		return nil, "", err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return resp, string(b), err
+}
+
+// getAtOnce fetches u n times with every body open at once, then reads each
+// to its end and closes it: n connections, given back together.
+func getAtOnce(t *testing.T, c *http.Client, u string, n int) {
+	resps := make([]*http.Response, n)
+	for i := range resps {
+		resp, err := c.Get(u)
+		require.NoError(t, err)
+		resps[i] = resp
+	}
+	for _, r := range resps {
+		io.ReadAll(r.Body)
+		r.Body.Close()
+	}
 }
 
 // connCounter counts the connections a test server sees opened.
@@ -123,12 +137,12 @@ func TestH1_N1_KeepAlive(t *testing.T) {
 func TestH1_N1_HostClosedIdleConnection(t *testing.T) {
 	ts, opened := h1Server(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "x") })
 	e := newH1Env(t, Config{})
-	_, body, err := e.get(t, ts.URL+"/a")
+	_, body, err := getAll(e.c, ts.URL+"/a")
 	require.NoError(t, err)
 	require.Equal(t, "x", body)
 	ts.CloseClientConnections()
 	time.Sleep(50 * time.Millisecond) // let the close reach the client's side
-	_, body, err = e.get(t, ts.URL+"/b")
+	_, body, err = getAll(e.c, ts.URL+"/b")
 	require.NoError(t, err, "the GET goes again on a fresh connection")
 	assert.Equal(t, "x", body)
 	assert.Equal(t, int64(2), opened.Load())
@@ -143,7 +157,7 @@ func TestH1_N1_FreshConnectionFailureNotRetried(t *testing.T) {
 		readRequest(r)
 	})
 	e := newH1Env(t, Config{})
-	_, _, err := e.get(t, u+"/a")
+	_, _, err := getAll(e.c, u+"/a")
 	require.Error(t, err)
 	assert.Equal(t, int64(1), conns.Load())
 }
@@ -176,7 +190,7 @@ func TestH1_N1_EarlyCloseDropsConnection(t *testing.T) {
 	}
 	_, err = resp.Body.Read(make([]byte, 10))
 	assert.Error(t, err, "no read after Close")
-	_, body, err := e.get(t, ts.URL+"/small")
+	_, body, err := getAll(e.c, ts.URL+"/small")
 	require.NoError(t, err)
 	assert.Equal(t, "x", body)
 	assert.Equal(t, int64(2), opened.Load(), "the early-closed connection is not used again")
@@ -191,7 +205,7 @@ func TestH1_N1_ConnectionClose(t *testing.T) {
 	})
 	e := newH1Env(t, Config{})
 	for range 3 {
-		_, body, err := e.get(t, ts.URL+"/a")
+		_, body, err := getAll(e.c, ts.URL+"/a")
 		require.NoError(t, err)
 		assert.Equal(t, "x", body)
 	}
@@ -205,7 +219,7 @@ func TestH1_N1_ConnectionClose(t *testing.T) {
 		}
 	})
 	for range 2 {
-		_, body, err := e.get(t, u+"/a")
+		_, body, err := getAll(e.c, u+"/a")
 		require.NoError(t, err)
 		assert.Equal(t, "y", body)
 	}
@@ -224,7 +238,7 @@ func TestH1_N1_BytesAfterTheBody(t *testing.T) {
 	})
 	e := newH1Env(t, Config{})
 	for range 2 {
-		_, body, err := e.get(t, u+"/a")
+		_, body, err := getAll(e.c, u+"/a")
 		require.NoError(t, err)
 		assert.Equal(t, "z", body)
 	}
@@ -240,7 +254,7 @@ func TestH1_N1_Informational(t *testing.T) {
 		io.WriteString(w, "final")
 	})
 	e := newH1Env(t, Config{})
-	resp, body, err := e.get(t, ts.URL+"/a")
+	resp, body, err := getAll(e.c, ts.URL+"/a")
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "final", body)
@@ -254,7 +268,7 @@ func TestH1_N1_Informational(t *testing.T) {
 			io.WriteString(c, head)
 			io.Copy(io.Discard, r)
 		})
-		_, _, err := e.get(t, u+"/a")
+		_, _, err := getAll(e.c, u+"/a")
 		assert.ErrorContains(t, err, "unexpected response")
 	}
 }
@@ -273,7 +287,7 @@ func TestH1_N1_EndlessHeaders(t *testing.T) {
 		}
 	})
 	e := newH1Env(t, Config{})
-	_, _, err := e.get(t, u+"/a")
+	_, _, err := getAll(e.c, u+"/a")
 	require.Error(t, err)
 	assert.ErrorIs(t, err, errHeaderTooLong)
 }
@@ -289,7 +303,7 @@ func TestH1_N1_ResponseHeaderTimeout(t *testing.T) {
 	})
 	e := newH1Env(t, Config{ResponseHeaderTimeout: 100 * time.Millisecond})
 	start := time.Now()
-	_, _, err := e.get(t, u+"/a")
+	_, _, err := getAll(e.c, u+"/a")
 	require.Error(t, err)
 	var ne net.Error
 	require.True(t, errors.As(err, &ne) && ne.Timeout(), "%v", err)
@@ -303,7 +317,7 @@ func TestH1_N1_ResponseHeaderTimeout(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		io.WriteString(w, "b")
 	})
-	_, body, err := e.get(t, ts.URL+"/slow-body")
+	_, body, err := getAll(e.c, ts.URL+"/slow-body")
 	require.NoError(t, err, "the header timeout is cleared once the headers are in")
 	assert.Equal(t, "ab", body)
 }
@@ -357,7 +371,7 @@ func TestH1_N1_ProxyGoesToNetHTTP(t *testing.T) {
 	e := newH1Env(t, Config{})
 	pu, _ := url.Parse(proxy.URL)
 	e.tr.std.Proxy = http.ProxyURL(pu)
-	_, body, err := e.get(t, "http://heed.invalid/file")
+	_, body, err := getAll(e.c, "http://heed.invalid/file")
 	require.NoError(t, err)
 	assert.Equal(t, "via proxy", body)
 	assert.Equal(t, int64(1), proxied.Load())
@@ -372,30 +386,12 @@ func TestH1_N1_IdleBounds(t *testing.T) {
 	e.tr.maxIdlePerHost, e.tr.maxIdle = 2, 3
 
 	// Three bodies open at once: three connections, of which two are kept.
-	var resps []*http.Response
-	for range 3 {
-		resp, err := e.c.Get(ts.URL + "/a")
-		require.NoError(t, err)
-		resps = append(resps, resp)
-	}
-	for _, r := range resps {
-		io.ReadAll(r.Body)
-		r.Body.Close()
-	}
+	getAtOnce(t, e.c, ts.URL+"/a", 3)
 	assert.Equal(t, 2, e.tr.nIdle)
 	assert.Len(t, e.tr.idle[ts.Listener.Addr().String()], 2)
 
 	// Two more on the other host: the pool holds three, the oldest goes.
-	resps = resps[:0]
-	for range 2 {
-		resp, err := e.c.Get(other.URL + "/b")
-		require.NoError(t, err)
-		resps = append(resps, resp)
-	}
-	for _, r := range resps {
-		io.ReadAll(r.Body)
-		r.Body.Close()
-	}
+	getAtOnce(t, e.c, other.URL+"/b", 2)
 	assert.Equal(t, 3, e.tr.nIdle)
 	assert.Len(t, e.tr.idle[ts.Listener.Addr().String()], 1)
 	assert.Len(t, e.tr.idle[other.Listener.Addr().String()], 2)
@@ -403,7 +399,7 @@ func TestH1_N1_IdleBounds(t *testing.T) {
 	// Past the idle timeout, the kept connection is closed and a fresh one dialed.
 	e.tr.idleFor = time.Nanosecond
 	before := opened.Load()
-	_, body, err := e.get(t, ts.URL+"/c")
+	_, body, err := getAll(e.c, ts.URL+"/c")
 	require.NoError(t, err)
 	assert.Equal(t, "x", body)
 	assert.Equal(t, before+1, opened.Load())
@@ -443,12 +439,10 @@ func TestH1_N1_Unsolicited408OnIdleConn(t *testing.T) {
 			})
 			c := bothTransports(t, Config{})[name]
 			for i := range 2 {
-				resp, err := c.Get(u + "/f")
+				resp, b, err := getAll(c, u+"/f")
 				require.NoError(t, err)
-				b, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
 				assert.Equal(t, http.StatusOK, resp.StatusCode, "request %d", i)
-				assert.Equal(t, "good", string(b), "request %d", i)
+				assert.Equal(t, "good", b, "request %d", i)
 				time.Sleep(200 * time.Millisecond)
 			}
 		})
@@ -511,10 +505,8 @@ func TestH1_N1_HeaderTimeoutOnReusedConnNotRetried(t *testing.T) {
 				}
 			})
 			c := bothTransports(t, Config{ResponseHeaderTimeout: 300 * time.Millisecond})[name]
-			resp, err := c.Get(u + "/a")
+			_, _, err := getAll(c, u+"/a")
 			require.NoError(t, err)
-			io.ReadAll(resp.Body)
-			resp.Body.Close()
 
 			start := time.Now()
 			_, err = c.Get(u + "/b")
@@ -548,10 +540,8 @@ func TestH1_N1_IdleConnClosedAfterIdleTimeout(t *testing.T) {
 			}
 			t.Cleanup(h1.CloseIdleConnections)
 			c := newClient(rt)
-			resp, err := c.Get(u + "/a")
+			_, _, err := getAll(c, u+"/a")
 			require.NoError(t, err)
-			io.ReadAll(resp.Body)
-			resp.Body.Close()
 			assert.True(t, <-closed, "the idle connection was closed by the client within 2s (idle timeout 200ms)")
 		})
 	}
@@ -651,7 +641,7 @@ func TestH1_N1_KeptConnectionClosedAsTheGETArrives(t *testing.T) {
 	})
 	e := newH1Env(t, Config{})
 	for i := range 2 {
-		_, body, err := e.get(t, fmt.Sprintf("%s/%d", u, i))
+		_, body, err := getAll(e.c, fmt.Sprintf("%s/%d", u, i))
 		require.NoError(t, err, "GET %d", i)
 		assert.Equal(t, "x", body)
 	}
@@ -678,10 +668,10 @@ func TestH1_N1_ConnLetGoIsNotHeld(t *testing.T) {
 		return w.Value() == nil
 	}
 
-	_, _, err := e.get(t, ts.URL+"/a")
+	_, _, err := getAll(e.c, ts.URL+"/a")
 	require.NoError(t, err)
 	first := kept(ts)
-	_, _, err = e.get(t, other.URL+"/b") // the pool holds one: the first makes way
+	_, _, err = getAll(e.c, other.URL+"/b") // the pool holds one: the first makes way
 	require.NoError(t, err)
 	assert.Eventually(t, func() bool { return collected(first) }, 2*time.Second, 10*time.Millisecond,
 		"the evicted connection is collected")
