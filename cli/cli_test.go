@@ -461,6 +461,38 @@ func TestGet_EndedJobsGivenAgainSaySo(t *testing.T) {
 	assert.Contains(t, stderr, "queued again 1")
 }
 
+// J2, R5: with --again, a URL a list gives twice is fetched once. Downloads
+// start while the list is being stored, so its first line's download may be
+// done by the time the list is; its second line is still the job the first
+// queued, not one that had ended, and is not queued again.
+func TestGet_AgainFetchesARepeatedURLOnce(t *testing.T) {
+	var mu sync.Mutex
+	served := map[string]int{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		served[r.URL.Path]++
+		mu.Unlock()
+		w.Write([]byte("hello"))
+	}))
+	t.Cleanup(ts.Close)
+	var list strings.Builder
+	for i := range 6000 {
+		fmt.Fprintf(&list, "%s/f%d.txt\n", ts.URL, i)
+	}
+	fmt.Fprintf(&list, "%s/f0.txt\n", ts.URL)
+	dir := t.TempDir()
+	code, _, stderr := run(t, list.String(), "get", "-q", "--again", "--db", filepath.Join(dir, "h.db"),
+		"--dir", filepath.Join(dir, "dl"), "--rate", "600000", "--burst", "1000", "--max-inflight", "16",
+		"--jitter", "0-0", "-i", "-")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "queued 6000, duplicates 1 (queued again 0)")
+	assert.Contains(t, stderr, "this run: 6000 done")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, served, 6000)
+	assert.Equal(t, 1, served["/f0.txt"])
+}
+
 // G9, N2: get ends, exit 1, when a download waits at a redirect to a host the person paused,
 // and says which; no partial file is claimed where none was written.
 func TestGet_RedirectToPausedHostExits1(t *testing.T) {

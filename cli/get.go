@@ -99,10 +99,38 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	}
 	defer eng.Close()
 
+	// Downloads start as soon as the first URLs are stored, while the rest
+	// are (see Engine.AddThen): the run is held open for them (Adding)
+	// until they are all added, and stopped if the command ends before it.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var ran chan error // the run's result, once it started
+	run := func() {
+		if ran == nil {
+			ran = make(chan error, 1)
+			go func() { ran <- eng.RunUntilIdle(runCtx) }()
+		}
+	}
+	added := func() {}
+	if download {
+		added = eng.Adding()
+	}
+	abandon := func() { // for a return before the run ends
+		added()
+		if ran != nil {
+			stopRun()
+			<-ran
+		}
+	}
 	rejected := false
 	if strings.TrimSpace(text) != "" {
-		rep, err := eng.Add(ctx, text)
+		var stored func()
+		if download {
+			stored = run
+		}
+		rep, err := eng.AddThen(ctx, text, stored)
 		if err != nil {
+			abandon()
 			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
 			return ExitUnusable
 		}
@@ -112,8 +140,11 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		rejected = len(rep.Rejected) > 0
 		requeued := 0
 		if *again && len(rep.Duplicates) > 0 {
-			ids, err := eng.RetryURLs(ctx, rep.Duplicates)
+			// Those that had ended when they were added: one given twice, or
+			// one queued before, may have been downloaded since.
+			ids, err := eng.RetryURLs(ctx, ended(rep))
 			if err != nil {
+				abandon()
 				fmt.Fprintf(env.Stderr, "heed: queueing again: %v\n", err)
 				return ExitUnusable
 			}
@@ -125,6 +156,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		fmt.Fprintf(env.Stderr, "queued %d, duplicates %d (queued again %d), rejected %d\n",
 			len(rep.Queued), len(rep.Duplicates), requeued, len(rep.Rejected))
 		if len(rep.Queued) == 0 && len(rep.Duplicates) == 0 {
+			abandon()
 			return ExitUsage
 		}
 	}
@@ -136,7 +168,9 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	}
 
 	stopDraw := p.start(eng)
-	err = eng.RunUntilIdle(ctx)
+	run()
+	added()
+	err = <-ran
 	stopDraw()
 	interrupted := ctx.Err() != nil
 	if errors.Is(err, engine.ErrNotRecorded) {
@@ -161,6 +195,19 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		return ExitFailed
 	}
 	return ExitOK
+}
+
+// ended is the URLs of rep's duplicates whose jobs had ended (done, failed
+// or cancelled) when they were added: those get --again queues again.
+func ended(rep engine.AddReport) []string {
+	var urls []string
+	for i, u := range rep.Duplicates {
+		switch rep.DuplicateStates[i] {
+		case engine.JobDone, engine.JobFailed, engine.JobCancelled:
+			urls = append(urls, u)
+		}
+	}
+	return urls
 }
 
 // heldBack says which of the URLs given are not downloaded again because

@@ -78,6 +78,7 @@ type Engine struct {
 
 	running atomic.Int64  // attempts in progress
 	held    atomic.Int64  // of those, attempts whose redirect waits for a paused host
+	adding  atomic.Int64  // Adds in progress and other promises of URLs to come (see Adding)
 	done    chan struct{} // an attempt ended (buffered 1)
 	urgent  atomic.Bool   // a host event happened: write host states now
 	// hopWaiting counts the attempts waiting in acquireHop for their
@@ -530,11 +531,12 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 		if len(batch) > 0 {
 			e.start(ctx, batch, fin)
 		}
-		// Idle when nothing runs and nothing is due or will be. An attempt
+		// Idle when nothing runs, nothing is due or will be, and no URLs are
+		// on their way (Adding). An attempt
 		// that ended since the core was asked may have queued its job
 		// again (before it stopped counting as running), so the core is
 		// asked once more before that is believed.
-		if untilIdle && len(batch) == 0 && wake.IsZero() && e.running.Load() == e.held.Load() {
+		if untilIdle && len(batch) == 0 && wake.IsZero() && e.running.Load() == e.held.Load() && e.adding.Load() == 0 {
 			if idle {
 				if e.held.Load() > 0 {
 					interrupt(errHeld) // they wait for the person, who resumes a host in a later run
@@ -1414,32 +1416,103 @@ type AddReport struct {
 }
 
 // Add parses text (URLs separated by whitespace or lines), queues the new
-// ones (after commit, S2) and reports duplicates and rejected lines.
+// ones (each after its commit, S2) and reports duplicates and rejected
+// lines. A long paste is stored in parts, the first of addFirstPart URLs
+// and each next one four times as long (up to addMaxPart): each part's jobs
+// go to the scheduler once it is committed, so a running engine starts
+// downloading while the rest is stored. A URL given twice is one job, the
+// second reported as a duplicate in the state the first was reported in,
+// whichever part each falls in. If storing a part fails, the report holds
+// what the parts before it queued, with the error.
 func (e *Engine) Add(ctx context.Context, text string) (AddReport, error) {
+	return e.AddThen(ctx, text, nil)
+}
+
+// AddThen is Add that calls stored, if set, once the first part is stored
+// and its jobs are in the scheduler: heed get starts its run there.
+func (e *Engine) AddThen(ctx context.Context, text string, stored func()) (AddReport, error) {
+	defer e.Adding()()
 	urls, rejects := fetch.ParseURLList(text)
 	rep := AddReport{Rejected: rejects}
 	jobs := make([]NewJob, 0, len(urls))
-	for _, p := range urls {
-		// ParseURLList gave the URL its host key as its host.
-		jobs = append(jobs, NewJob{URL: p.URL.String(), Host: p.URL.Host})
-	}
-	tuneGC(e.core.Queued() + len(jobs)) // before the queue grows
-	items, err := e.store.Enqueue(ctx, jobs)
-	if err != nil {
-		return rep, err
-	}
-	now := time.Now()
-	for i, it := range items {
-		if it.Duplicate {
-			rep.Duplicates = append(rep.Duplicates, jobs[i].URL)
-			rep.DuplicateStates = append(rep.DuplicateStates, it.State)
-			continue
+	first := make(map[string]int, len(urls)) // each URL's job: the index of its first appearance
+	of := make([]int, len(urls))             // the job of each URL given
+	for i, p := range urls {
+		u := p.URL.String()
+		k, seen := first[u]
+		if !seen {
+			k = len(jobs)
+			first[u] = k
+			// ParseURLList gave the URL its host key as its host.
+			jobs = append(jobs, NewJob{URL: u, Host: p.URL.Host})
 		}
-		rep.Queued = append(rep.Queued, it.ID)
-		e.core.Add(it.ID, jobs[i].Host, now)
+		of[i] = k
+	}
+	first = nil
+	tuneGC(e.core.Queued() + len(jobs)) // before the queue grows
+	items := make([]Enqueued, 0, len(jobs))
+	var err error
+	for n := addFirstPart; len(items) < len(jobs); n = min(4*n, addMaxPart) {
+		part := jobs[len(items):min(len(items)+n, len(jobs))]
+		var got []Enqueued
+		if got, err = e.store.Enqueue(ctx, part); err != nil {
+			break
+		}
+		now := time.Now()
+		for i, it := range got {
+			if !it.Duplicate {
+				e.core.Add(it.ID, part[i].Host, now)
+			}
+		}
+		items = append(items, got...)
+		if stored != nil {
+			stored()
+			stored = nil
+		}
+	}
+	told := make([]bool, len(items))
+	for _, k := range of {
+		if k >= len(items) {
+			continue // its part was not stored
+		}
+		switch it := items[k]; {
+		case it.Duplicate:
+			rep.Duplicates = append(rep.Duplicates, jobs[k].URL)
+			rep.DuplicateStates = append(rep.DuplicateStates, it.State)
+		case told[k]: // given again: the job its first appearance queued
+			rep.Duplicates = append(rep.Duplicates, jobs[k].URL)
+			rep.DuplicateStates = append(rep.DuplicateStates, JobQueued)
+		default:
+			rep.Queued = append(rep.Queued, it.ID)
+		}
+		told[k] = true
 	}
 	tuneGC(e.core.Queued())
-	return rep, nil
+	return rep, err
+}
+
+// addFirstPart and addMaxPart bound the parts Add stores a paste in: the
+// first is small, so that downloads start a moment after a long paste
+// (20,000 URLs took 100 ms to store in one part, while one CPU of two had
+// nothing to do), and the last are big, for few commits.
+const (
+	addFirstPart = 256
+	addMaxPart   = 65536
+)
+
+// Adding tells RunUntilIdle that URLs are on their way: until the function
+// it returns is called, it does not return for want of work. Add holds it
+// while it stores a paste; heed get holds it from before its run starts
+// until its URLs are added, so that the run starts on the first of them.
+func (e *Engine) Adding() (done func()) {
+	e.adding.Add(1)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			e.adding.Add(-1)
+			e.core.signal() // the run loop looks again: it may be idle now
+		})
+	}
 }
 
 // Retry queues done, failed or cancelled jobs again with a fresh attempt

@@ -604,6 +604,75 @@ func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	assert.Equal(t, []string{"http://files.example/c.bin", "http://files.example/c.bin"}, rep.Duplicates)
 }
 
+// J2: a long paste is stored in parts, and a URL given twice is one job
+// whichever part each falls in: the second is a duplicate in the state the
+// first was reported in (queued), even when a run downloaded the first
+// before the second was stored — it is not fetched twice.
+func TestEngine_J2_RepeatAcrossPartsIsOneJob(t *testing.T) {
+	var mu sync.Mutex
+	served := map[string]int{}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		served[req.URL.Path]++
+		mu.Unlock()
+		w.Write([]byte("x"))
+	}))
+	t.Cleanup(ts.Close)
+	n := engine.AddFirstPart + 50
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = fmt.Sprintf("%s/f%d.txt", ts.URL, i)
+	}
+	urls = append(urls, urls[0], urls[engine.AddFirstPart+1]) // one from each part, given again
+
+	r := newRig(t, engine.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	added := r.eng.Adding()
+	ran := make(chan error, 1)
+	start := func() { go func() { ran <- r.eng.RunUntilIdle(ctx) }() }
+	rep, err := r.eng.AddThen(ctx, strings.Join(urls, "\n"), start)
+	require.NoError(t, err)
+	added()
+	require.NoError(t, <-ran)
+
+	assert.Len(t, rep.Queued, n)
+	assert.Equal(t, []string{urls[0], urls[engine.AddFirstPart+1]}, rep.Duplicates)
+	assert.Equal(t, []engine.JobState{engine.JobQueued, engine.JobQueued}, rep.DuplicateStates)
+	assert.Len(t, r.jobs(), n)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, served, n)
+	for p, k := range served {
+		assert.Equal(t, 1, k, "%s fetched once", p)
+	}
+}
+
+// RunUntilIdle does not end for want of work while URLs are on their way
+// (Adding): heed get starts its run before its URLs are stored.
+func TestEngine_AddingHoldsRunUntilIdle(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("x")) }))
+	t.Cleanup(ts.Close)
+	r := newRig(t, engine.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	added := r.eng.Adding()
+	ran := make(chan error, 1)
+	go func() { ran <- r.eng.RunUntilIdle(ctx) }()
+	select {
+	case err := <-ran:
+		t.Fatalf("RunUntilIdle ended while URLs were on their way: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	r.add(ts.URL + "/late.txt")
+	added()
+	added() // a second call changes nothing
+	require.NoError(t, <-ran)
+	jobs := r.jobs()
+	require.Len(t, jobs, 1)
+	assert.Equal(t, storage.StateDone, jobs[0].State, jobs[0].LastError)
+}
+
 func hostOf(t *testing.T, u string) string {
 	t.Helper()
 	h, err := engine.HostKey(u)
