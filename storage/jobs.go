@@ -108,12 +108,14 @@ func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error)
 	var res EnqueueResult
 	err := db.write(ctx, "enqueue", func(w *wtx) error {
 		res = EnqueueResult{Items: make([]EnqueueItem, len(jobs))}
-		ins, err := w.stmt(`INSERT INTO jobs (url, host, state, not_before, created_at, updated_at)
-			VALUES (?, ?, 'queued', ?, ?, ?) ON CONFLICT (url) DO NOTHING`)
+		if rows, ok := enqueueBatch(jobs); ok {
+			return enqueueAtOnce(w, jobs, rows, &res)
+		}
+		ins, err := w.stmt(qEnqueueEach)
 		if err != nil {
 			return err
 		}
-		sel, err := w.stmt(`SELECT id, state FROM jobs WHERE url = ?`)
+		sel, err := w.stmt(qJobByURL)
 		if err != nil {
 			return err
 		}
@@ -143,6 +145,87 @@ func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error)
 		return EnqueueResult{}, err
 	}
 	return res, nil
+}
+
+// enqueueBatch writes jobs as a batch of [url, host, not_before] for enqueueAtOnce, or reports
+// false when one of them must be inserted on its own (see batch).
+func enqueueBatch(jobs []NewJob) (string, bool) {
+	var bt batch
+	for _, j := range jobs {
+		bt.row()
+		bt.str(j.URL)
+		bt.str(j.Host)
+		bt.int(nanos(j.NotBefore))
+		bt.end()
+	}
+	return bt.json()
+}
+
+// qEnqueueEach inserts one job, if its URL has none.
+const qEnqueueEach = `INSERT INTO jobs (url, host, state, not_before, created_at, updated_at)
+	VALUES (?, ?, 'queued', ?, ?, ?) ON CONFLICT (url) DO NOTHING`
+
+// qJobByURL is the id and state of the job of a URL that has one.
+const qJobByURL = `SELECT id, state FROM jobs WHERE url = ?`
+
+// qEnqueueAtOnce inserts the jobs of a batch enqueueBatch wrote that have no job yet, in one
+// statement, and returns each new row's id and URL.
+const qEnqueueAtOnce = `INSERT INTO jobs (url, host, state, not_before, created_at, updated_at)
+	SELECT value ->> 0, value ->> 1, 'queued', value ->> 2, ?1, ?1 FROM jsonb_each(jsonb(?2)) WHERE true
+	ON CONFLICT (url) DO NOTHING RETURNING id, url`
+
+// enqueueAtOnce is Enqueue's transaction for a batch enqueueBatch wrote: SQLite inserts every
+// job in one statement instead of one statement a job (see batch).
+func enqueueAtOnce(w *wtx, jobs []NewJob, batch string, res *EnqueueResult) error {
+	now := nanos(w.db.now())
+	ins, err := w.stmt(qEnqueueAtOnce)
+	if err != nil {
+		return err
+	}
+	rows, err := ins.Query(now, batch)
+	if err != nil {
+		return err
+	}
+	created := make(map[string]int64, len(jobs))
+	for rows.Next() {
+		var (
+			id  int64
+			url sql.RawBytes
+		)
+		if err := rows.Scan(&id, &url); err != nil {
+			rows.Close()
+			return err
+		}
+		created[string(url)] = id
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var sel *sql.Stmt
+	for i, j := range jobs {
+		it := &res.Items[i]
+		if id, ok := created[j.URL]; ok {
+			delete(created, j.URL) // the same URL given again is its duplicate
+			it.ID, it.State = id, StateQueued
+			res.Queued++
+			w.created(id, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+			continue
+		}
+		if sel == nil {
+			if sel, err = w.stmt(qJobByURL); err != nil {
+				return err
+			}
+		}
+		if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
+			return err
+		}
+		it.Duplicate = true
+		res.Duplicates++
+	}
+	return nil
 }
 
 // Requeue queues done, failed and cancelled jobs again on the user's explicit request (J2), due

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,6 +92,52 @@ func TestEnqueue_J2_ReportsEachInput(t *testing.T) {
 	ids, err := db.JobIDsByURL(bg, []string{"https://b.example/2", "https://nowhere.example/", "https://a.example/old"})
 	require.NoError(t, err)
 	assert.Equal(t, []int64{res.Items[2].ID, old}, ids)
+}
+
+// J1, J2: a paste whose every URL JSON carries exactly is inserted in one statement, any other
+// one job at a time; both report each input alike and store each URL byte for byte.
+func TestEnqueue_J2_OneStatementOrOneAJobAlike(t *testing.T) {
+	nb := time.Unix(1_700_000_000, 5)
+	in := []NewJob{
+		{URL: "https://a.example/1", Host: "a.example", NotBefore: nb},
+		{URL: "https://a.example/old", Host: "a.example"},
+		{URL: `https://a.example/q"uo\te%20x`, Host: "a.example"},
+		{URL: "https://b.example/2", Host: "b.example"},
+		{URL: "https://a.example/1", Host: "a.example"},
+		{URL: `https://a.example/q"uo\te%20x`, Host: "a.example"},
+	}
+	enqueue := func(extra ...NewJob) (*DB, EnqueueResult) {
+		db, _ := openTest(t)
+		enqueueURLs(t, db, "a.example", "https://a.example/old")
+		res, err := db.Enqueue(bg, append(slices.Clone(in), extra...))
+		require.NoError(t, err)
+		return db, res
+	}
+	_, ascii := enqueueBatch(in)
+	require.True(t, ascii)
+	_, ascii = enqueueBatch([]NewJob{{URL: "https://c.example/\xffbad", Host: "c.example"}})
+	require.False(t, ascii)
+
+	fast, once := enqueue()
+	slow, each := enqueue(NewJob{URL: "https://c.example/\xffbad", Host: "c.example"})
+	assert.NotContains(t, fast.prepared, qEnqueueEach, "in one statement")
+	assert.Contains(t, slow.prepared, qEnqueueEach, "one job at a time")
+	assert.Equal(t, once.Items, each.Items[:len(in)])
+	assert.Equal(t, 3, once.Queued)
+	assert.Equal(t, 3, once.Duplicates)
+	assert.Equal(t, []bool{false, true, false, false, true, true}, []bool{once.Items[0].Duplicate,
+		once.Items[1].Duplicate, once.Items[2].Duplicate, once.Items[3].Duplicate, once.Items[4].Duplicate, once.Items[5].Duplicate})
+	for _, db := range []*DB{fast, slow} {
+		j, err := db.JobByURL(bg, `https://a.example/q"uo\te%20x`)
+		require.NoError(t, err)
+		assert.Equal(t, once.Items[2].ID, j.ID)
+		j, err = db.JobByURL(bg, "https://a.example/1")
+		require.NoError(t, err)
+		assert.True(t, nb.Equal(j.NotBefore), "the first of a URL given twice is the job")
+	}
+	j, err := slow.JobByURL(bg, "https://c.example/\xffbad")
+	require.NoError(t, err)
+	assert.Equal(t, "https://c.example/\xffbad", j.URL)
 }
 
 func TestRequeue_J2_OnlyOnRequestAndOnlyFinishedJobs(t *testing.T) {
