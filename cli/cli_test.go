@@ -584,3 +584,40 @@ func TestWhyWaiting_NamesTheFirstHostAndItsReason(t *testing.T) {
 	assert.Empty(t, whyWaiting(hosts[:1]), "nothing queued: nothing to say")
 	assert.Empty(t, whyWaiting([]engine.HostSnapshot{{Host: "go.example", Queued: 1, Waiting: engine.WaitReady}}))
 }
+
+// §9 (SIGINT stops cleanly, exit 130): Ctrl-C while a long list is still being stored, after downloads began
+// (they start once its first part is): what was downloaded is reported on
+// stdout, and get ends as interrupted (130, with the summary), as a Ctrl-C
+// during the downloads does.
+func TestGet_InterruptWhileAddingReportsWhatWasDownloaded(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	n := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		if n == 100 {
+			time.AfterFunc(100*time.Millisecond, cancel) // some done, the list still being stored
+		}
+		mu.Unlock()
+		w.Write([]byte("hello"))
+	}))
+	t.Cleanup(ts.Close)
+	var list strings.Builder
+	for i := range 400000 {
+		fmt.Fprintf(&list, "%s/f%d.txt\n", ts.URL, i)
+	}
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	code := Main(ctx, Env{Stdin: strings.NewReader(list.String()), Stdout: &out, Stderr: &errb, Version: "9.9.9"},
+		[]string{"get", "--db", filepath.Join(dir, "h.db"), "--dir", filepath.Join(dir, "dl"), "--rate", "600000",
+			"--burst", "1000", "--max-inflight", "16", "--jitter", "0-0", "-i", "-"})
+	files, err := filepath.Glob(filepath.Join(dir, "dl", "f*.txt"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files, "downloads started before the list was stored")
+	assert.Equal(t, len(files), strings.Count("\n"+out.String(), "\ndone "),
+		"every download done is reported on stdout; stderr: %s", errb.String())
+	assert.Equal(t, ExitInterrupt, code, errb.String())
+	assert.Contains(t, errb.String(), "this run: ")
+}

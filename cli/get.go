@@ -120,18 +120,66 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		if ran != nil {
 			stopRun()
 			<-ran
+			p.mu.Lock()
+			p.flush() // what it downloaded is reported all the same
+			p.mu.Unlock()
 		}
 	}
 	rejected := false
+	// finish lets the run end (or starts it) and sums it up.
+	finish := func() int {
+		stopDraw := p.start(eng)
+		run()
+		added()
+		err := <-ran
+		stopDraw()
+		interrupted := ctx.Err() != nil
+		if errors.Is(err, engine.ErrNotRecorded) {
+			fmt.Fprintf(env.Stderr, "heed: database %s: %v\nheed: downloads stopped; the jobs it could not record are queued again when Heed next starts\n",
+				db.Path(), err)
+			return ExitUnusable
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+		counts, err := db.CountsByState(context.Background())
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+		p.summary(counts, interrupted)
+		switch {
+		case interrupted:
+			return ExitInterrupt
+		case p.failed > 0 || counts[storage.StateQueued] > 0 || rejected:
+			return ExitFailed
+		}
+		return ExitOK
+	}
+	// interruptedAdding is a Ctrl-C while the list was being stored, once
+	// downloads had started: they stop as any interrupted run's do.
+	interruptedAdding := func(rep engine.AddReport) int {
+		fmt.Fprintf(env.Stderr, "heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
+			len(rep.Queued), len(rep.Duplicates))
+		return finish()
+	}
 	if strings.TrimSpace(text) != "" {
 		var stored func()
 		if download {
 			stored = run
 		}
 		rep, err := eng.AddThen(ctx, text, stored)
+		if err != nil && ran != nil && ctx.Err() != nil {
+			return interruptedAdding(rep)
+		}
 		if err != nil {
 			abandon()
 			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
+			if len(rep.Queued)+len(rep.Duplicates) > 0 { // the parts stored before it stay
+				fmt.Fprintf(env.Stderr, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
+					len(rep.Queued), len(rep.Duplicates))
+			}
 			return ExitUnusable
 		}
 		for _, r := range rep.Rejected {
@@ -143,6 +191,9 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 			// Those that had ended when they were added: one given twice, or
 			// one queued before, may have been downloaded since.
 			ids, err := eng.RetryURLs(ctx, ended(rep))
+			if err != nil && ran != nil && ctx.Err() != nil {
+				return finish() // everything was queued: interrupted as a run is
+			}
 			if err != nil {
 				abandon()
 				fmt.Fprintf(env.Stderr, "heed: queueing again: %v\n", err)
@@ -167,34 +218,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		return ExitOK
 	}
 
-	stopDraw := p.start(eng)
-	run()
-	added()
-	err = <-ran
-	stopDraw()
-	interrupted := ctx.Err() != nil
-	if errors.Is(err, engine.ErrNotRecorded) {
-		fmt.Fprintf(env.Stderr, "heed: database %s: %v\nheed: downloads stopped; the jobs it could not record are queued again when Heed next starts\n",
-			db.Path(), err)
-		return ExitUnusable
-	}
-	if err != nil && !errors.Is(err, context.Canceled) {
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-		return ExitUnusable
-	}
-	counts, err := db.CountsByState(context.Background())
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-		return ExitUnusable
-	}
-	p.summary(counts, interrupted)
-	switch {
-	case interrupted:
-		return ExitInterrupt
-	case p.failed > 0 || counts[storage.StateQueued] > 0 || rejected:
-		return ExitFailed
-	}
-	return ExitOK
+	return finish()
 }
 
 // ended is the URLs of rep's duplicates whose jobs had ended (done, failed

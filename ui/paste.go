@@ -82,7 +82,13 @@ func (w *Window) onPasteAdd(p *pasteDialog) {
 			p.add.Enable()
 			p.report = rep
 			if err != nil {
-				p.result.SetText("Nothing was queued: " + err.Error())
+				// A long paste is stored in parts: those before the error stay queued.
+				if len(rep.Queued)+len(rep.Duplicates) == 0 {
+					p.result.SetText("Nothing was queued: " + err.Error())
+				} else {
+					p.result.SetText(addSummary(rep) + "; the rest was not queued: " + err.Error())
+				}
+				w.refreshSoon()
 				return
 			}
 			p.result.SetText(addSummary(rep))
