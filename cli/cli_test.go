@@ -585,10 +585,10 @@ func TestWhyWaiting_NamesTheFirstHostAndItsReason(t *testing.T) {
 	assert.Empty(t, whyWaiting([]engine.HostSnapshot{{Host: "go.example", Queued: 1, Waiting: engine.WaitReady}}))
 }
 
-// §9 (SIGINT stops cleanly, exit 130): Ctrl-C while a long list is still being stored, after downloads began
-// (they start once its first part is): what was downloaded is reported on
-// stdout, and get ends as interrupted (130, with the summary), as a Ctrl-C
-// during the downloads does.
+// §9 (SIGINT stops cleanly, exit 130): Ctrl-C while a long list is still
+// being stored, after downloads began (they start once its first part is):
+// what was downloaded is reported on stdout, and get ends as interrupted
+// (130, with the summary), as a Ctrl-C during the downloads does.
 func TestGet_InterruptWhileAddingReportsWhatWasDownloaded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
