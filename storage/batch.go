@@ -8,7 +8,7 @@ import (
 // A batch is many rows written by one statement: the rows go to SQLite as one JSON array bound
 // to one parameter, which the statement reads with jsonb_each. Through database/sql each
 // statement costs a conversion of every argument, a call into C for each, and the step and reset
-// of the statement: queueing a paste of 100,000 URLs one statement a URL took some 30 % longer
+// of the statement: queueing a paste of 100,000 URLs one statement a URL took half as long again
 // (BenchmarkEnqueue). Finished downloads are not written this way: their attempts, moves and
 // unnamed list, batched so, took as long as one row a statement (BenchmarkJobLifecycle), the
 // time being SQLite's own, in its B-trees and its log.

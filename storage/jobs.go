@@ -169,40 +169,76 @@ const qEnqueueEach = `INSERT INTO jobs (url, host, state, not_before, created_at
 const qJobByURL = `SELECT id, state FROM jobs WHERE url = ?`
 
 // qEnqueueAtOnce inserts the jobs of a batch enqueueBatch wrote that have no job yet, in one
-// statement, and returns each new row's id and URL.
+// statement, in the order given.
 const qEnqueueAtOnce = `INSERT INTO jobs (url, host, state, not_before, created_at, updated_at)
 	SELECT value ->> 0, value ->> 1, 'queued', value ->> 2, ?1, ?1 FROM jsonb_each(jsonb(?2)) WHERE true
-	ON CONFLICT (url) DO NOTHING RETURNING id, url`
+	ORDER BY key ON CONFLICT (url) DO NOTHING`
+
+// qJobsAfter lists the jobs created after id, for enqueueAtOnce.
+const qJobsAfter = `SELECT id, url FROM jobs WHERE id > ? ORDER BY id`
 
 // enqueueAtOnce is Enqueue's transaction for a batch enqueueBatch wrote: SQLite inserts every
-// job in one statement instead of one statement a job (see batch).
+// job in one statement instead of one statement a job (see batch). A new job's id is one more
+// than the largest before it: when every job was new, the ids run on from the largest before
+// the batch in the order given, and are not read back one by one.
 func enqueueAtOnce(w *wtx, jobs []NewJob, batch string, res *EnqueueResult) error {
 	now := nanos(w.db.now())
-	ins, err := w.stmt(qEnqueueAtOnce)
+	last, err := w.stmt(`SELECT ifnull(max(id), 0) FROM jobs`)
 	if err != nil {
 		return err
 	}
-	rows, err := ins.Query(now, batch)
+	var before int64
+	if err := last.QueryRow().Scan(&before); err != nil {
+		return err
+	}
+	r, err := w.exec(qEnqueueAtOnce, now, batch)
 	if err != nil {
 		return err
 	}
-	created := make(map[string]int64, len(jobs))
-	for rows.Next() {
-		var (
-			id  int64
-			url sql.RawBytes
-		)
-		if err := rows.Scan(&id, &url); err != nil {
-			rows.Close()
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	end, err := r.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if n == int64(len(jobs)) && end == before+n {
+		for i, j := range jobs {
+			id := before + 1 + int64(i)
+			res.Items[i] = EnqueueItem{ID: id, State: StateQueued}
+			w.created(id, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+		}
+		res.Queued = len(jobs)
+		return nil
+	}
+	created := make(map[string]int64, n)
+	if n > 0 {
+		s, err := w.stmt(qJobsAfter)
+		if err != nil {
 			return err
 		}
-		created[string(url)] = id
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	if err := rows.Err(); err != nil {
-		return err
+		rows, err := s.Query(before)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var (
+				id  int64
+				url sql.RawBytes
+			)
+			if err := rows.Scan(&id, &url); err != nil {
+				rows.Close()
+				return err
+			}
+			created[string(url)] = id
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
 	}
 	var sel *sql.Stmt
 	for i, j := range jobs {

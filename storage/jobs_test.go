@@ -138,6 +138,18 @@ func TestEnqueue_J2_OneStatementOrOneAJobAlike(t *testing.T) {
 	j, err := slow.JobByURL(bg, "https://c.example/\xffbad")
 	require.NoError(t, err)
 	assert.Equal(t, "https://c.example/\xffbad", j.URL)
+
+	// Every job new: the ids are not read back, and are each URL's all the same.
+	fresh := []NewJob{{URL: "https://d.example/z", Host: "d.example"}, {URL: "https://d.example/a", Host: "d.example"},
+		{URL: "https://b.example/m", Host: "b.example"}}
+	res, err := fast.Enqueue(bg, fresh)
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Queued)
+	for i, nj := range fresh {
+		j, err := fast.JobByURL(bg, nj.URL)
+		require.NoError(t, err)
+		assert.Equal(t, EnqueueItem{ID: j.ID, State: StateQueued}, res.Items[i], nj.URL)
+	}
 }
 
 func TestRequeue_J2_OnlyOnRequestAndOnlyFinishedJobs(t *testing.T) {
