@@ -2,6 +2,7 @@ package storage
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -63,14 +64,7 @@ func (bt *batch) json() (string, bool) {
 
 // exact reports whether s survives a trip through a JSON string in SQLite unchanged.
 func exact(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == 0 {
-			return false
-		} else if c >= utf8.RuneSelf {
-			return utf8.ValidString(s[i:])
-		}
-	}
-	return true
+	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
 
 // appendJSONString appends s as a JSON string: quotes, backslashes and control characters

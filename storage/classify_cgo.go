@@ -27,3 +27,9 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// tooBig reports whether err is SQLite's refusal of a string or blob over its length limit.
+func tooBig(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.Code == sqlite3.ErrTooBig
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -109,43 +110,57 @@ func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error)
 	err := db.write(ctx, "enqueue", func(w *wtx) error {
 		res = EnqueueResult{Items: make([]EnqueueItem, len(jobs))}
 		if rows, ok := enqueueBatch(jobs); ok {
-			return enqueueAtOnce(w, jobs, rows, &res)
-		}
-		ins, err := w.stmt(qEnqueueEach)
-		if err != nil {
-			return err
-		}
-		sel, err := w.stmt(qJobByURL)
-		if err != nil {
-			return err
-		}
-		now := nanos(db.now())
-		for i, j := range jobs {
-			r, err := ins.Exec(j.URL, j.Host, nanos(j.NotBefore), now, now)
-			if err != nil {
+			err := enqueueAtOnce(w, jobs, rows, &res)
+			if !errors.Is(err, errOneByOne) {
 				return err
 			}
-			it := &res.Items[i]
-			if n, _ := r.RowsAffected(); n == 1 {
-				it.ID, _ = r.LastInsertId()
-				it.State = StateQueued
-				res.Queued++
-				w.created(it.ID, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
-				continue
-			}
-			if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
-				return err
-			}
-			it.Duplicate = true
-			res.Duplicates++
+			res = EnqueueResult{Items: make([]EnqueueItem, len(jobs))}
 		}
-		return nil
+		return enqueueEach(w, jobs, &res)
 	})
 	if err != nil {
 		return EnqueueResult{}, err
 	}
 	return res, nil
 }
+
+// enqueueEach is Enqueue's transaction one statement a job, for a batch enqueueBatch cannot write
+// or enqueueAtOnce cannot insert.
+func enqueueEach(w *wtx, jobs []NewJob, res *EnqueueResult) error {
+	ins, err := w.stmt(qEnqueueEach)
+	if err != nil {
+		return err
+	}
+	sel, err := w.stmt(qJobByURL)
+	if err != nil {
+		return err
+	}
+	now := nanos(w.db.now())
+	for i, j := range jobs {
+		r, err := ins.Exec(j.URL, j.Host, nanos(j.NotBefore), now, now)
+		if err != nil {
+			return err
+		}
+		it := &res.Items[i]
+		if n, _ := r.RowsAffected(); n == 1 {
+			it.ID, _ = r.LastInsertId()
+			it.State = StateQueued
+			res.Queued++
+			w.created(it.ID, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+			continue
+		}
+		if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
+			return err
+		}
+		it.Duplicate = true
+		res.Duplicates++
+	}
+	return nil
+}
+
+// errOneByOne is enqueueAtOnce's answer when the batch must be inserted one job at a time: its
+// ids would not follow the largest before it, or SQLite refused it as too long (see batch).
+var errOneByOne = errors.New("storage: enqueue one job at a time")
 
 // enqueueBatch writes jobs as a batch of [url, host, not_before] for enqueueAtOnce, or reports
 // false when one of them must be inserted on its own (see batch).
@@ -157,6 +172,9 @@ func enqueueBatch(jobs []NewJob) (string, bool) {
 		bt.str(j.Host)
 		bt.int(nanos(j.NotBefore))
 		bt.end()
+		if bt.bad {
+			return "", false // not the rest of a long paste for nothing
+		}
 	}
 	return bt.json()
 }
@@ -191,7 +209,15 @@ func enqueueAtOnce(w *wtx, jobs []NewJob, batch string, res *EnqueueResult) erro
 	if err := last.QueryRow().Scan(&before); err != nil {
 		return err
 	}
+	if before > math.MaxInt64-int64(len(jobs)) {
+		// SQLite would give some new rows random ids, below before: neither the ids
+		// before+1… nor the rows after before would be the new jobs.
+		return errOneByOne
+	}
 	r, err := w.exec(qEnqueueAtOnce, now, batch)
+	if tooBig(err) {
+		return errOneByOne // the statement failed as a whole: nothing was inserted
+	}
 	if err != nil {
 		return err
 	}

@@ -356,11 +356,6 @@ func open(path string, o options) (_ *DB, err error) {
 	if _, err := db.w.ExecContext(ctx, "PRAGMA journal_size_limit = 67108864"); err != nil {
 		return nil, classify(err)
 	}
-	// A statement that writes many rows (a batch, see batch) keeps what it changed in a statement
-	// journal, to undo it alone should it fail: in memory, not in a temporary file each time.
-	if _, err := db.w.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); err != nil {
-		return nil, classify(err)
-	}
 	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walBackstopPages)); err != nil {
 		return nil, classify(err)
 	}
