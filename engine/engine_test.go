@@ -604,10 +604,11 @@ func TestEngine_J2_DuplicatesReported(t *testing.T) {
 	assert.Equal(t, []string{"http://files.example/c.bin", "http://files.example/c.bin"}, rep.Duplicates)
 }
 
-// J2: a long paste is stored in parts, and a URL given twice is one job
-// whichever part each falls in: the second is a duplicate in the state the
-// first was reported in (queued), even when a run downloaded the first
-// before the second was stored — it is not fetched twice.
+// J1, J2: a long paste is parsed and stored in parts, and a URL given twice
+// is one job whichever part each falls in: the second is a duplicate in the
+// state the first was reported in (queued), even when a run downloaded the
+// first before the second was stored — it is not fetched twice. A line
+// rejected after the first part keeps its number in the whole paste.
 func TestEngine_J2_RepeatAcrossPartsIsOneJob(t *testing.T) {
 	var mu sync.Mutex
 	served := map[string]int{}
@@ -623,7 +624,8 @@ func TestEngine_J2_RepeatAcrossPartsIsOneJob(t *testing.T) {
 	for i := range urls {
 		urls[i] = fmt.Sprintf("%s/f%d.txt", ts.URL, i)
 	}
-	urls = append(urls, urls[0], urls[engine.AddFirstPart+1]) // one from each part, given again
+	urls = append(urls, urls[0], urls[engine.AddFirstPart+1])                       // one from each part, given again
+	lines := slices.Insert(slices.Clone(urls), engine.AddFirstPart+20, "ftp://x/y") // parsed after the first part is stored
 
 	r := newRig(t, engine.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -631,10 +633,12 @@ func TestEngine_J2_RepeatAcrossPartsIsOneJob(t *testing.T) {
 	added := r.eng.Adding()
 	ran := make(chan error, 1)
 	start := func() { go func() { ran <- r.eng.RunUntilIdle(ctx) }() }
-	rep, err := r.eng.AddThen(ctx, strings.Join(urls, "\n"), start)
+	rep, err := r.eng.AddThen(ctx, "\ufeff"+strings.Join(lines, "\n"), start)
 	require.NoError(t, err)
 	added()
 	require.NoError(t, <-ran)
+	require.Len(t, rep.Rejected, 1)
+	assert.Equal(t, engine.AddFirstPart+21, rep.Rejected[0].Line, "lines counted on across the parts")
 
 	assert.Len(t, rep.Queued, n)
 	assert.Equal(t, []string{urls[0], urls[engine.AddFirstPart+1]}, rep.Duplicates)

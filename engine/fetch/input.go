@@ -40,8 +40,31 @@ const maxRejectText = 200
 // It runs in linear time; a 100,000-line paste takes about a tenth of a
 // second (see BenchmarkParseURLList).
 func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
-	text = strings.TrimPrefix(text, "\ufeff") // a byte order mark some editors write
-	line := 0
+	// A byte order mark some editors write.
+	return ParseURLLines(strings.TrimPrefix(text, "\ufeff"), 0)
+}
+
+// CutLines cuts text after its first n lines: head holds them, each with its
+// line break, tail the rest. ParseURLLines(tail, n) then goes on where
+// ParseURLList(head) stopped, so that a long paste can be parsed a part at a
+// time.
+func CutLines(text string, n int) (head, tail string) {
+	cut := 0
+	for ; n > 0 && cut < len(text); n-- {
+		i := strings.IndexByte(text[cut:], '\n')
+		if i < 0 {
+			return text, ""
+		}
+		cut += i + 1
+	}
+	return text[:cut], text[cut:]
+}
+
+// ParseURLLines is ParseURLList for lines that follow the first before lines
+// of a paste (see CutLines): it numbers them from before+1 and takes no byte
+// order mark off.
+func ParseURLLines(text string, before int) (urls []Parsed, rejects []Reject) {
+	line := before
 	for len(text) > 0 {
 		var l string
 		if i := strings.IndexByte(text, '\n'); i >= 0 {

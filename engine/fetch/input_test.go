@@ -119,3 +119,37 @@ func BenchmarkParseURLList(b *testing.B) {
 		}
 	}
 }
+
+// J1: a paste parsed a part at a time (CutLines, ParseURLLines) gives what
+// parsing it whole gives, line numbers included, wherever it is cut.
+func TestParseURLLines_J1_PartsAsWhole(t *testing.T) {
+	texts := []string{
+		"",
+		"http://a.example/1",
+		"http://a.example/1\n",
+		"\ufeffhttp://a.example/bom\nhttp://a.example/2\n",
+		"# a comment\r\nhttp://a.example/1 http://a.example/2\r\n\r\nftp://x/y\nhttp://a.example/3",
+		"http://a.example/1\n\n\nnot a url\n  # indented comment\nhttp://b.example/\ufeffx\n",
+	}
+	for _, text := range texts {
+		urls, rejects := ParseURLList(text)
+		lines := strings.Count(text, "\n") + 1
+		for n := 0; n <= lines+1; n++ {
+			head, tail := CutLines(strings.TrimPrefix(text, "\ufeff"), n)
+			assert.Equal(t, strings.TrimPrefix(text, "\ufeff"), head+tail)
+			u1, r1 := ParseURLLines(head, 0)
+			u2, r2 := ParseURLLines(tail, n)
+			assert.Equal(t, lineOf(urls), append(lineOf(u1), lineOf(u2)...), "%q cut after %d lines", text, n)
+			assert.Equal(t, rejects, append(append([]Reject(nil), r1...), r2...), "%q cut after %d lines", text, n)
+		}
+	}
+}
+
+// lineOf is each parsed URL with its line, for comparing.
+func lineOf(ps []Parsed) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%d %s", p.Line, p.URL))
+	}
+	return out
+}
