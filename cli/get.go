@@ -157,13 +157,6 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		}
 		return ExitOK
 	}
-	// interruptedAdding is a Ctrl-C while the list was being stored, once
-	// downloads had started: they stop as any interrupted run's do.
-	interruptedAdding := func(rep engine.AddReport) int {
-		fmt.Fprintf(env.Stderr, "heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
-			len(rep.Queued), len(rep.Duplicates))
-		return finish()
-	}
 	if strings.TrimSpace(text) != "" {
 		var stored func()
 		if download {
@@ -171,7 +164,11 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		}
 		rep, err := eng.AddThen(ctx, text, stored)
 		if err != nil && ran != nil && ctx.Err() != nil {
-			return interruptedAdding(rep)
+			// A Ctrl-C while the list was being stored, once downloads had
+			// started: they stop as any interrupted run's do.
+			fmt.Fprintf(env.Stderr, "heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
+				len(rep.Queued), len(rep.Duplicates))
+			return finish()
 		}
 		if err != nil {
 			abandon()

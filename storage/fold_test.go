@@ -95,9 +95,7 @@ func TestFinishJobs_S3_PendingStartFoldedIntoItsFinish(t *testing.T) {
 
 	crash := crashCopy(t, path)
 	hold()
-	after, err := Open(crash)
-	require.NoError(t, err)
-	defer after.Close()
+	after := openCrash(t, crash)
 	assert.Equal(t, int64(1), after.Recovered(), "the job still downloading is queued again")
 	j, err = after.Job(bg, ids[1])
 	require.NoError(t, err)
@@ -279,9 +277,7 @@ func TestStarts_S2_RequeuedAfterFoldNotAppliedAgain(t *testing.T) {
 	crash := crashCopy(t, path)
 	rel3()
 
-	after, err := Open(crash)
-	require.NoError(t, err)
-	defer after.Close()
+	after := openCrash(t, crash)
 	j, err = after.Job(bg, b)
 	require.NoError(t, err)
 	assert.Equal(t, StateQueued, j.State)
@@ -323,9 +319,7 @@ func TestStarts_S2_NamedAgainIsNotLight(t *testing.T) {
 	crash := crashCopy(t, path)
 	rel2()
 
-	after, err := Open(crash)
-	require.NoError(t, err)
-	defer after.Close()
+	after := openCrash(t, crash)
 	j, err = after.Job(bg, b)
 	require.NoError(t, err)
 	assert.Equal(t, StateQueued, j.State)

@@ -141,20 +141,34 @@ func enqueueEach(w *wtx, jobs []NewJob, res *EnqueueResult) error {
 		if err != nil {
 			return err
 		}
-		it := &res.Items[i]
 		if n, _ := r.RowsAffected(); n == 1 {
-			it.ID, _ = r.LastInsertId()
-			it.State = StateQueued
-			res.Queued++
-			w.created(it.ID, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+			id, _ := r.LastInsertId()
+			res.created(w, i, id, j, now)
 			continue
 		}
-		if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
+		if err := res.duplicate(sel, i, j.URL); err != nil {
 			return err
 		}
-		it.Duplicate = true
-		res.Duplicates++
 	}
+	return nil
+}
+
+// created reports input i as queued, the new job id, and keeps the job for its start (see
+// freshJobs).
+func (res *EnqueueResult) created(w *wtx, i int, id int64, j NewJob, now int64) {
+	res.Items[i] = EnqueueItem{ID: id, State: StateQueued}
+	res.Queued++
+	w.created(id, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+}
+
+// duplicate reports input i as a duplicate of the job url has, read with sel (qJobByURL).
+func (res *EnqueueResult) duplicate(sel *sql.Stmt, i int, url string) error {
+	it := &res.Items[i]
+	if err := sel.QueryRow(url).Scan(&it.ID, &it.State); err != nil {
+		return err
+	}
+	it.Duplicate = true
+	res.Duplicates++
 	return nil
 }
 
@@ -231,11 +245,8 @@ func enqueueAtOnce(w *wtx, jobs []NewJob, batch string, res *EnqueueResult) erro
 	}
 	if n == int64(len(jobs)) && end == before+n {
 		for i, j := range jobs {
-			id := before + 1 + int64(i)
-			res.Items[i] = EnqueueItem{ID: id, State: StateQueued}
-			w.created(id, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+			res.created(w, i, before+1+int64(i), j, now)
 		}
-		res.Queued = len(jobs)
 		return nil
 	}
 	created := make(map[string]int64, n)
@@ -266,26 +277,19 @@ func enqueueAtOnce(w *wtx, jobs []NewJob, batch string, res *EnqueueResult) erro
 			return err
 		}
 	}
-	var sel *sql.Stmt
+	sel, err := w.stmt(qJobByURL)
+	if err != nil {
+		return err
+	}
 	for i, j := range jobs {
-		it := &res.Items[i]
 		if id, ok := created[j.URL]; ok {
 			delete(created, j.URL) // the same URL given again is its duplicate
-			it.ID, it.State = id, StateQueued
-			res.Queued++
-			w.created(id, freshJob{url: j.URL, host: j.Host, notBefore: nanos(j.NotBefore), created: now})
+			res.created(w, i, id, j, now)
 			continue
 		}
-		if sel == nil {
-			if sel, err = w.stmt(qJobByURL); err != nil {
-				return err
-			}
-		}
-		if err := sel.QueryRow(j.URL).Scan(&it.ID, &it.State); err != nil {
+		if err := res.duplicate(sel, i, j.URL); err != nil {
 			return err
 		}
-		it.Duplicate = true
-		res.Duplicates++
 	}
 	return nil
 }

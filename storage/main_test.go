@@ -94,6 +94,16 @@ func enqueueURLs(t testing.TB, db *DB, host string, urls ...string) []int64 {
 	return ids
 }
 
+// openCrash opens a copy crashCopy made, as the next start after the crash would, and closes it
+// when the test ends.
+func openCrash(t testing.TB, crash string) *DB {
+	t.Helper()
+	db, err := Open(crash)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // crashCopy copies the database's files — the database, its -wal and its start log, each of
 // which must be there — as kill -9 would leave them, and returns the copy's path.
 func crashCopy(t testing.TB, path string) string {

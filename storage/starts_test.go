@@ -96,9 +96,7 @@ func TestStartLog_S2_BesideTheFileWhateverNameOpenedIt(t *testing.T) {
 	require.NoError(t, err)
 	crash := crashCopy(t, real)
 	require.NoError(t, db.Close())
-	after, err := Open(crash)
-	require.NoError(t, err)
-	defer after.Close()
+	after := openCrash(t, crash)
 	assert.Equal(t, int64(1), after.Recovered(), "the started job is queued again as interrupted")
 }
 
