@@ -14,8 +14,8 @@ import (
 // with nothing in flight it does not wait; it never takes more than the
 // batch holds. Time is the bubble's, so the test is exact.
 func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
-	job := func(id int64) finishing { return finishing{job: JobRecord{ID: id}} }
-	ids := func(b []finishing) []int64 {
+	job := func(id int64) *finishing { return &finishing{job: JobRecord{ID: id}} }
+	ids := func(b []*finishing) []int64 {
 		var out []int64
 		for _, f := range b {
 			out = append(out, f.job.ID)
@@ -26,7 +26,7 @@ func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
 
 	t.Run("waits for the linger while requests are in flight", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fin := make(chan finishing, 8)
+			fin := make(chan *finishing, 8)
 			go func() {
 				time.Sleep(5 * time.Millisecond)
 				fin <- job(2)
@@ -36,26 +36,26 @@ func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
 				fin <- job(4)
 			}()
 			start := time.Now()
-			got := gather(append(make([]finishing, 0, 8), job(1)), fin, 25*time.Millisecond, busy)
+			got := gather(append(make([]*finishing, 0, 8), job(1)), fin, 25*time.Millisecond, busy)
 			assert.Equal(t, []int64{1, 2, 3}, ids(got))
 			assert.Equal(t, 25*time.Millisecond, time.Since(start))
 			time.Sleep(10 * time.Millisecond)
-			assert.Equal(t, []int64{4}, ids(gather(make([]finishing, 0, 8), fin, 0, busy)), "the next batch")
+			assert.Equal(t, []int64{4}, ids(gather(make([]*finishing, 0, 8), fin, 0, busy)), "the next batch")
 		})
 	})
 	t.Run("does not wait with nothing in flight", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fin := make(chan finishing, 8)
+			fin := make(chan *finishing, 8)
 			fin <- job(2)
 			start := time.Now()
-			got := gather(append(make([]finishing, 0, 8), job(1)), fin, 25*time.Millisecond, func() bool { return false })
+			got := gather(append(make([]*finishing, 0, 8), job(1)), fin, 25*time.Millisecond, func() bool { return false })
 			assert.Equal(t, []int64{1, 2}, ids(got), "what was already waiting")
 			assert.Zero(t, time.Since(start))
 		})
 	})
 	t.Run("stops waiting when the last request in flight ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fin := make(chan finishing, 8)
+			fin := make(chan *finishing, 8)
 			var inflight atomic.Bool
 			inflight.Store(true)
 			go func() {
@@ -64,27 +64,27 @@ func TestGather_S5_FinishesTogetherWhatEndsWithinTheLinger(t *testing.T) {
 				fin <- job(2)
 			}()
 			start := time.Now()
-			got := gather(append(make([]finishing, 0, 8), job(1)), fin, 25*time.Millisecond, inflight.Load)
+			got := gather(append(make([]*finishing, 0, 8), job(1)), fin, 25*time.Millisecond, inflight.Load)
 			assert.Equal(t, []int64{1, 2}, ids(got))
 			assert.Equal(t, 5*time.Millisecond, time.Since(start))
 		})
 	})
 	t.Run("a full batch goes at once", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fin := make(chan finishing, 8)
+			fin := make(chan *finishing, 8)
 			fin <- job(2)
 			fin <- job(3)
 			start := time.Now()
-			got := gather(append(make([]finishing, 0, 2), job(1)), fin, 25*time.Millisecond, busy)
+			got := gather(append(make([]*finishing, 0, 2), job(1)), fin, 25*time.Millisecond, busy)
 			assert.Equal(t, []int64{1, 2}, ids(got))
 			assert.Zero(t, time.Since(start))
 		})
 	})
 	t.Run("a closed channel ends the wait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			fin := make(chan finishing, 8)
+			fin := make(chan *finishing, 8)
 			close(fin)
-			got := gather(append(make([]finishing, 0, 8), job(1)), fin, 25*time.Millisecond, busy)
+			got := gather(append(make([]*finishing, 0, 8), job(1)), fin, 25*time.Millisecond, busy)
 			assert.Equal(t, []int64{1}, ids(got))
 		})
 	})

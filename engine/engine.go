@@ -496,7 +496,12 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
 	e.stopping.Store(false)
-	fin := make(chan finishing, maxFinishing)
+	// Pointers: a finishing is some 600 bytes, and maxFinishing of them in the
+	// channel's buffer and as many in the completer's batch were 5 MB that
+	// every garbage collection scanned and that raised the heap's goal by
+	// twice that. At 20,000 small downloads the peak RSS fell by 8 MB and
+	// Heed's CPU time by about 6 % (6 rounds each).
+	fin := make(chan *finishing, maxFinishing)
 	go e.completer(fin)
 	defer close(fin) // after stop: no attempt is left to send
 	timer := time.NewTimer(time.Hour)
@@ -628,7 +633,7 @@ func (e *Engine) saturated() bool {
 // start marks the jobs of batch active in one commit, before any of their
 // requests is sent (J3), and starts an attempt for each. A job paused or
 // cancelled since it was queued is handed back to the core.
-func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- finishing) {
+func (e *Engine) start(ctx context.Context, batch []Dispatch, fin chan<- *finishing) {
 	ids := make([]int64, len(batch))
 	claims := make([]*activeJob, len(batch))
 	for i, d := range batch {
@@ -692,7 +697,7 @@ func (e *Engine) handBack(d Dispatch, queued bool, now time.Time) {
 // its attempt frees it, without waking the run loop or starting a
 // goroutine: at 20,000 small downloads, those two hand-overs took a third
 // of each slot's time on two cores.
-func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- finishing) {
+func (e *Engine) work(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- *finishing) {
 	for {
 		e.attempt(ctx, d, job, a, fin)
 		var ok bool
@@ -751,11 +756,12 @@ type finishing struct {
 // jobs done with those names and their attempts in one commit (J3, S3, S5),
 // gives the parts their names, then reports them and ends their attempts. A
 // part that cannot be made final fails its job.
-func (e *Engine) completer(fin <-chan finishing) {
-	batch := make([]finishing, 0, maxFinishing)
+func (e *Engine) completer(fin <-chan *finishing) {
+	batch := make([]*finishing, 0, maxFinishing)
 	for f := range fin {
 		batch = gather(append(batch[:0], f), fin, finishLinger, func() bool { return e.core.Stats().Inflight > 0 })
 		e.complete(batch)
+		clear(batch) // what they hold (results, open parts' files) is not kept past their report
 	}
 }
 
@@ -770,7 +776,7 @@ const finishLinger = 25 * time.Millisecond
 // gather adds to batch what else arrives on fin, up to cap(batch): for up to
 // linger while more may come (inflight reports requests in flight), and then
 // whatever is already waiting. It stops early when fin is closed.
-func gather(batch []finishing, fin <-chan finishing, linger time.Duration, inflight func() bool) []finishing {
+func gather(batch []*finishing, fin <-chan *finishing, linger time.Duration, inflight func() bool) []*finishing {
 	var deadline <-chan time.Time
 	if linger > 0 && inflight() {
 		t := time.NewTimer(linger)
@@ -778,7 +784,7 @@ func gather(batch []finishing, fin <-chan finishing, linger time.Duration, infli
 		deadline = t.C
 	}
 	for len(batch) < cap(batch) {
-		var f finishing
+		var f *finishing
 		ok := true
 		if deadline == nil {
 			select {
@@ -805,7 +811,7 @@ func gather(batch []finishing, fin <-chan finishing, linger time.Duration, infli
 	return batch
 }
 
-func (e *Engine) complete(batch []finishing) {
+func (e *Engine) complete(batch []*finishing) {
 	rs := make([]*fetch.Result, len(batch))
 	for i := range batch {
 		rs[i] = &batch[i].res
@@ -905,14 +911,14 @@ func (e *Engine) complete(batch []finishing) {
 
 // failFinish ends an attempt whose complete part could not be made final
 // before anything was recorded: the job fails with its part kept.
-func (e *Engine) failFinish(f finishing) {
+func (e *Engine) failFinish(f *finishing) {
 	e.record(f.job, f.n, f.url, f.host, f.start, f.end, f.res, f.dec, "failed")
 	e.finish(f.job, f.dec, f.res, f.end, f.url, "failed")
 	e.finished()
 }
 
 // report tells OnJob how a finished download ended.
-func (e *Engine) report(f finishing, outcome, why string) {
+func (e *Engine) report(f *finishing, outcome, why string) {
 	if e.opt.OnJob == nil {
 		return
 	}
@@ -1000,7 +1006,7 @@ func (e *Engine) wakeLoop() {
 // attempt runs one attempt of a job (redirect hops included) on dispatch d
 // and moves the job to its next state.
 // A complete download goes to fin, where the completer ends the attempt.
-func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- finishing) {
+func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *activeJob, fin chan<- *finishing) {
 	handedOff := false
 	defer func() {
 		if !handedOff {
@@ -1122,7 +1128,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch, job JobRecord, a *acti
 		notes.end() // the job's next state records its part from here on
 		if outcome == "ok" {
 			noted := notes.recorded() || (job.Resume.Part != "" && job.Resume.Part == res.Part)
-			fin <- finishing{job: job, n: n, url: req.URL.String(), host: d.Host, start: start, end: end,
+			fin <- &finishing{job: job, n: n, url: req.URL.String(), host: d.Host, start: start, end: end,
 				res: res, dec: dec, noted: noted}
 			handedOff = true
 			return
