@@ -63,13 +63,18 @@ func (f HistoryFilter) query() (string, []any) {
 	if f.Host != "" {
 		where, args = append(where, "host = ?"), append(args, f.Host)
 	}
-	if f.Outcome != "" {
-		if f.Host != "" {
-			// A host's history is usually the smaller set: keep SQLite on attempts_host.
-			where, args = append(where, "+outcome = ?"), append(args, f.Outcome)
-		} else {
-			where, args = append(where, "outcome = ?"), append(args, f.Outcome)
-		}
+	switch {
+	case f.Outcome == "":
+	case f.Host != "":
+		// A host's history is usually the smaller set: keep SQLite on attempts_host.
+		where, args = append(where, "+outcome = ?"), append(args, f.Outcome)
+	case f.Outcome == "ok":
+		// Successes are not in attempts_outcome (schema version 7): most attempts are one, so
+		// reading the newest first finds a page of them at once.
+		where, args = append(where, "+outcome = ?"), append(args, f.Outcome)
+	default:
+		// The term attempts_outcome's WHERE is written with, so that SQLite may use it.
+		where, args = append(where, "outcome = ? AND outcome <> 'ok'"), append(args, f.Outcome)
 	}
 	if f.JobID != 0 {
 		where, args = append(where, "job_id = ?"), append(args, f.JobID)

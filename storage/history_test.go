@@ -64,6 +64,8 @@ func TestHistory_S3_KeepsEveryAttemptNewestFirst(t *testing.T) {
 	}{
 		{"host", HistoryFilter{Host: "a.example"}, []int64{got[0].ID, got[2].ID}},
 		{"outcome", HistoryFilter{Outcome: "retry"}, []int64{got[1].ID}},
+		{"another outcome, a page on", HistoryFilter{Outcome: "throttled", BeforeID: got[1].ID}, []int64{got[2].ID}},
+		{"successes", HistoryFilter{Outcome: "ok"}, []int64{got[0].ID}},
 		{"host and outcome", HistoryFilter{Host: "a.example", Outcome: "ok"}, []int64{got[0].ID}},
 		{"job", HistoryFilter{JobID: in[1].JobID}, []int64{got[1].ID}},
 		{"first page", HistoryFilter{Limit: 2}, []int64{got[0].ID, got[1].ID}},
