@@ -1468,7 +1468,7 @@ func (e *Engine) AddThen(ctx context.Context, text string, stored func()) (AddRe
 			if !seen {
 				k = len(jobs)
 				first[u] = k
-				// ParseURLList gave the URL its host key as its host.
+				// ParseURLLines gave the URL its host key as its host.
 				jobs = append(jobs, NewJob{URL: u, Host: p.URL.Host})
 			}
 			of = append(of, k)

@@ -36,13 +36,19 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessOver(t, func(s engine.Store) engine.Store { return s })
+}
+
+// newHarnessOver is newHarness with the engine's store wrapped by wrap.
+func newHarnessOver(t *testing.T, wrap func(engine.Store) engine.Store) *harness {
+	t.Helper()
 	a := test.NewTempApp(t)
 	dir := t.TempDir()
 	db, err := storage.Open(filepath.Join(dir, "heed.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	feed := NewFeed()
-	eng, err := engine.New(context.Background(), storage.EngineStore(db),
+	eng, err := engine.New(context.Background(), wrap(storage.EngineStore(db)),
 		engine.Options{Dir: filepath.Join(dir, "dl"), Version: "test", OnJob: feed.Job, OnEvent: feed.Event})
 	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
@@ -105,6 +111,57 @@ func TestPaste_U4_QueuesInEngineAndReports(t *testing.T) {
 	assert.Contains(t, p.details.Text, p.report.Rejected[0].Reason, "with its reason")
 	h.w.tickNow(time.Now())
 	assert.NotNil(t, h.w.hosts.row(0), "the new host has a row")
+}
+
+// failingEnqueue is a store whose Enqueue call number failAt (1 for the
+// first) fails, as a full disk would.
+type failingEnqueue struct {
+	engine.Store
+	calls, failAt int
+}
+
+func (s *failingEnqueue) Enqueue(ctx context.Context, jobs []engine.NewJob) ([]engine.Enqueued, error) {
+	if s.calls++; s.calls == s.failAt {
+		return nil, errors.New("database or disk is full")
+	}
+	return s.Store.Enqueue(ctx, jobs)
+}
+
+// U4, S2: a long paste is stored in parts; when a later part cannot be
+// stored, the dialog says how many the parts before it queued (they stay
+// queued) and why the rest was not; when the first cannot, that nothing was.
+func TestPaste_U4_StoreFailingPartWaySaysWhatWasQueued(t *testing.T) {
+	var list strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&list, "https://many.example/%d\n", i)
+	}
+	for _, c := range []struct {
+		failAt int
+		want   string
+	}{
+		{2, "; the rest was not queued: database or disk is full"},
+		{1, "Nothing was queued: database or disk is full"},
+	} {
+		t.Run(fmt.Sprintf("part %d fails", c.failAt), func(t *testing.T) {
+			h := newHarnessOver(t, func(s engine.Store) engine.Store { return &failingEnqueue{Store: s, failAt: c.failAt} })
+			p := h.w.showPaste(list.String())
+			test.Tap(p.add)
+			h.w.bg.Wait()
+
+			jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "many.example"})
+			require.NoError(t, err)
+			assert.Len(t, p.report.Queued, len(jobs), "the report counts what is queued")
+			if c.failAt == 1 {
+				assert.Empty(t, jobs)
+			} else {
+				assert.NotEmpty(t, jobs, "the first part stays queued")
+				assert.Less(t, len(jobs), 2000)
+				assert.True(t, strings.HasPrefix(p.result.Text, fmtInt(int64(len(jobs)))+" queued"), p.result.Text)
+			}
+			assert.Contains(t, p.result.Text, c.want)
+			assert.False(t, p.add.Disabled(), "the person may try again")
+		})
+	}
 }
 
 // J2, U4: a pasted URL whose job ended is not fetched again unless asked:
