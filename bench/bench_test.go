@@ -143,6 +143,12 @@ func TestPlainGet_DownloadsEveryFileByteExact(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	dir := t.TempDir()
 	require.NoError(t, bench.PlainGet(context.Background(), srv.URLs(), dir, 4))
+	assert.NoError(t, bench.Verify(dir, everyFile(t, srv)))
+	assert.Equal(t, int64(21), srv.Requests())
+}
+
+// everyFile is every file of srv as a run must leave it: name, size and SHA-256.
+func everyFile(t *testing.T, srv *demo.Server) []bench.Want {
 	var want []bench.Want
 	for _, u := range srv.URLs() {
 		name, err := bench.FileName(u)
@@ -150,8 +156,7 @@ func TestPlainGet_DownloadsEveryFileByteExact(t *testing.T) {
 		sum, size := srv.Expected(u)
 		want = append(want, bench.Want{Name: name, Size: size, SHA256: sum})
 	}
-	assert.NoError(t, bench.Verify(dir, want))
-	assert.Equal(t, int64(21), srv.Requests())
+	return want
 }
 
 func TestPlainGetSHA256_HashesEveryFileAsItIsWritten(t *testing.T) {
@@ -174,6 +179,24 @@ func TestPlainGetSHA256_HashesEveryFileAsItIsWritten(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 	require.NoError(t, bench.PlainGetSHA256(context.Background(), srv.URLs(), t.TempDir(), 3, nil), "nil drops the sums")
+}
+
+func TestPlainGetDefault_SameFilesOnTheDefaultClientsConnections(t *testing.T) {
+	// One host, 8 workers: the tuned client keeps its 8 connections to it
+	// open, the default client 2, so it opens new ones through the run.
+	count := func(get func(context.Context, []string, string, int) error) int64 {
+		srv, err := demo.Start(demo.FastConfig(1, 400, 1000))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = srv.Close() })
+		dir := t.TempDir()
+		require.NoError(t, get(context.Background(), srv.URLs(), dir, 8))
+		require.NoError(t, bench.Verify(dir, everyFile(t, srv)))
+		require.Equal(t, int64(400), srv.Requests())
+		return srv.Conns()
+	}
+	tuned, dflt := count(bench.PlainGet), count(bench.PlainGetDefault)
+	t.Logf("connections: tuned %d, default %d", tuned, dflt)
+	assert.Greater(t, dflt, 4*tuned, "the default client keeps 2 idle connections a host and opens the rest again")
 }
 
 func TestSyncDir_FlushesTheFolder(t *testing.T) {
@@ -204,6 +227,7 @@ func TestTools_SameFilesSameConcurrency(t *testing.T) {
 		{bench.Aria2(), []string{"-j 16", "-i URLS", "-d OUT", "--split=1", "--auto-file-renaming=false"}},
 		{bench.Plain("self"), []string{"plain", "-j 16", "-i URLS", "-P OUT"}},
 		{bench.PlainSHA256("self"), []string{"plain", "-sha256", "-j 16", "-i URLS", "-P OUT"}},
+		{bench.PlainDefault("self"), []string{"plain", "-default", "-j 16", "-i URLS", "-P OUT"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool.Name, func(t *testing.T) {

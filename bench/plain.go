@@ -22,7 +22,7 @@ import (
 // dir/<last path segment of its URL>. It stops at the first error (a status
 // other than 200 is one) and returns it.
 func PlainGet(ctx context.Context, urls []string, dir string, workers int) error {
-	return plainGet(ctx, urls, dir, workers, nil)
+	return plainGetTuned(ctx, urls, dir, workers, nil)
 }
 
 // PlainGetSHA256 is PlainGet that also takes the SHA-256 of each body as it
@@ -33,16 +33,29 @@ func PlainGetSHA256(ctx context.Context, urls []string, dir string, workers int,
 	if sum == nil {
 		sum = func(string, string) {}
 	}
-	return plainGet(ctx, urls, dir, workers, sum)
+	return plainGetTuned(ctx, urls, dir, workers, sum)
 }
 
-func plainGet(ctx context.Context, urls []string, dir string, workers int, sum func(name, hexSum string)) error {
+// PlainGetDefault is PlainGet with the client a first version of it uses:
+// http.DefaultClient, whose transport keeps at most two idle
+// connections to a host (http.DefaultMaxIdleConnsPerHost). With the URLs in
+// host order, workers requests go to one host at a time, so most of them
+// find no idle connection and open one, which is then closed again. PlainGet
+// keeps workers idle connections to each host instead.
+func PlainGetDefault(ctx context.Context, urls []string, dir string, workers int) error {
+	return plainGet(ctx, http.DefaultClient, urls, dir, workers, nil)
+}
+
+func plainGetTuned(ctx context.Context, urls []string, dir string, workers int, sum func(name, hexSum string)) error {
+	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: workers, MaxIdleConns: 4 * workers}
+	defer tr.CloseIdleConnections()
+	return plainGet(ctx, &http.Client{Transport: tr}, urls, dir, workers, sum)
+}
+
+func plainGet(ctx context.Context, c *http.Client, urls []string, dir string, workers int, sum func(name, hexSum string)) error {
 	if workers < 1 {
 		return errors.New("bench: PlainGet needs at least one worker")
 	}
-	tr := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: workers, MaxIdleConns: 4 * workers}
-	defer tr.CloseIdleConnections()
-	c := &http.Client{Transport: tr}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	next := make(chan string)

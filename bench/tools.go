@@ -119,3 +119,16 @@ func PlainSHA256(self string) Tool {
 		},
 	}
 }
+
+// PlainDefault runs PlainGetDefault as a child process (`self plain -default
+// …`): the plain client on http.DefaultClient, as a first version of it is
+// written. A reference, not a peer.
+func PlainDefault(self string) Tool {
+	return Tool{
+		Name: "plain-go/default", Bin: self,
+		Display: "PlainGetDefault: PlainGet on http.DefaultClient, which keeps 2 idle connections a host (bench/plain.go)",
+		Args: func(j Job) ([]string, error) {
+			return []string{"plain", "-default", "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)}, nil
+		},
+	}
+}

@@ -4,8 +4,9 @@
 //
 //	go run ./bench/cmd/e2e -out BENCHMARKS.md -gobench gobench.txt -profile top.txt
 //
-// `e2e plain [-sha256] -i URLFILE -P DIR -j N` is the plain-client floor
-// (hashing each file with -sha256), run as a child like every other tool.
+// `e2e plain [-sha256|-default] -i URLFILE -P DIR -j N` is the plain-client
+// floor (hashing each file with -sha256; on http.DefaultClient with
+// -default), run as a child like every other tool.
 package main
 
 import (
@@ -38,7 +39,7 @@ func main() {
 	flag.StringVar(&o.tracesPlain, "traces-plain", "", "`file` with go tool pprof -traces of the plain client on case (a) (BenchmarkPlainCaseA)")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
 	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
-	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go,plain-go+sha256", "tools to compare")
+	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go,plain-go+sha256,plain-go/default", "tools to compare")
 	flag.IntVar(&o.fastRuns, "runs", 5, "runs of each tool in cases (a) and (b)")
 	flag.IntVar(&o.slowRuns, "slow-runs", 3, "runs of case (c) and of the scale run")
 	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
@@ -106,7 +107,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	all := []bench.Tool{bench.Heed(heedBin), bench.Curl(), bench.Wget2(), bench.Aria2(), bench.Plain(self), bench.PlainSHA256(self)}
+	all := []bench.Tool{bench.Heed(heedBin), bench.Curl(), bench.Wget2(), bench.Aria2(), bench.Plain(self), bench.PlainSHA256(self), bench.PlainDefault(self)}
 	var tools []bench.Tool
 	for _, t := range all {
 		if o.has(o.tools, t.Name) {
@@ -260,13 +261,14 @@ func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "%s e2e: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, a...))
 }
 
-// plainMain is `e2e plain [-sha256] -i URLFILE -P DIR -j N`.
+// plainMain is `e2e plain [-sha256|-default] -i URLFILE -P DIR -j N`.
 func plainMain(args []string) int {
 	fs := flag.NewFlagSet("plain", flag.ExitOnError)
 	in := fs.String("i", "", "URL file")
 	dir := fs.String("P", ".", "download folder")
 	workers := fs.Int("j", 16, "goroutines")
 	hashed := fs.Bool("sha256", false, "take each body's SHA-256 as it is written")
+	dflt := fs.Bool("default", false, "send every request through http.DefaultClient")
 	_ = fs.Parse(args)
 	b, err := os.ReadFile(*in)
 	if err != nil {
@@ -275,10 +277,16 @@ func plainMain(args []string) int {
 	}
 	urls := strings.Fields(string(b))
 	get := bench.PlainGet
-	if *hashed {
+	switch {
+	case *hashed && *dflt:
+		fmt.Fprintln(os.Stderr, "plain: -sha256 and -default do not go together")
+		return 2
+	case *hashed:
 		get = func(ctx context.Context, urls []string, dir string, workers int) error {
 			return bench.PlainGetSHA256(ctx, urls, dir, workers, nil)
 		}
+	case *dflt:
+		get = bench.PlainGetDefault
 	}
 	if err := get(context.Background(), urls, *dir, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, err)

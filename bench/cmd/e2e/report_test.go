@@ -40,3 +40,25 @@ func TestHashBound_FromTheFastestPeerAndTheHashRate(t *testing.T) {
 	r.hashBound(&b)
 	require.Empty(t, b.String())
 }
+
+// Both plain clients are references, never the fastest peer; the goal against the plain client is
+// shown for each, and the issue's own ratio of its plain client to curl is set beside theirs.
+func TestGoals_BothPlainClientsAndTheIssuesRatio(t *testing.T) {
+	sum := func(wall time.Duration) bench.Summary { return bench.Summary{Wall: wall, WallSync: wall} }
+	tools := func(heed, curl, tuned, dflt time.Duration) []toolResult {
+		return []toolResult{{Tool: "heed", Sum: sum(heed)}, {Tool: "curl", Sum: sum(curl)},
+			{Tool: "plain-go", Sum: sum(tuned)}, {Tool: "plain-go/default", Sum: sum(dflt)}}
+	}
+	r := report{NProc: 2, Cases: []caseResult{
+		{Case: e2eCase{ID: "a"}, Tools: tools(1500*time.Millisecond, time.Second, 1200*time.Millisecond, 2*time.Second)},
+		{Case: e2eCase{ID: "a5k"}, Tools: tools(400*time.Millisecond, 300*time.Millisecond, 330*time.Millisecond, 660*time.Millisecond)},
+		{Case: e2eCase{ID: "b"}, Tools: tools(time.Second, 800*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond)},
+	}}
+	var b strings.Builder
+	r.goals(&b)
+	out := b.String()
+	require.Contains(t, out, "| (a) faster than the plain Go client (plain-go: 16 idle connections a host) | 1.25× | **no** |")
+	require.Contains(t, out, "| (a) faster than the plain Go client on http.DefaultClient (plain-go/default) | 0.75× | yes |")
+	require.Contains(t, out, "| (b) within 1.1× of the fastest peer (curl) | 1.25× | **no** |")
+	require.Contains(t, out, "the plain client 2.2× curl. In case (a5k) of this run, plain-go/default took\n2.20× curl's wall time and plain-go 1.10×.")
+}
