@@ -311,7 +311,7 @@ func (r *report) goals(b *strings.Builder) {
 	p("## Goals of issue #7\n\nThe goals are on wall time; the last column shows the same ratio on the time until the files were on\n")
 	p("disk (wall + sync), for reference.\n\n")
 	p("| Goal | Heed ÷ peer (medians) | Met | Heed ÷ peer, wall + sync |\n|---|---|---|---|\n%s\n\n", strings.Join(rows, "\n"))
-	r.whichPlainClient(b)
+	r.issuePlainClient(b)
 	r.hashBound(b)
 }
 
@@ -319,11 +319,11 @@ func (r *report) goals(b *strings.Builder) {
 // 0.6 s, the plain Go client 1.3 s.
 const issueCurlA5k, issuePlainA5k = 0.6, 1.3
 
-// whichPlainClient sets the issue's ratio of its plain Go client to curl in
+// issuePlainClient sets the issue's ratio of its plain Go client to curl in
 // its own setup beside the ratio of each plain client to curl in case (a5k)
 // of this run: the goal "faster than the plain client" is shown against
 // both, and this sets the issue's figure beside theirs.
-func (r *report) whichPlainClient(b *strings.Builder) {
+func (r *report) issuePlainClient(b *strings.Builder) {
 	c, ok := r.caseByID("a5k")
 	if !ok {
 		return
