@@ -98,37 +98,33 @@ func Aria2() Tool {
 // Plain runs the PlainGet floor as a child process: self is a binary that
 // runs PlainGet when called as `self plain -i URLFILE -P DIR -j N`.
 func Plain(self string) Tool {
-	return Tool{
-		Name: "plain-go", Bin: self,
-		Display: "PlainGet: N goroutines, one net/http client, each body to DIR/NAME (bench/plain.go)",
-		Args: func(j Job) ([]string, error) {
-			return []string{"plain", "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)}, nil
-		},
-	}
+	return plainTool(self, "plain-go",
+		"PlainGet: N goroutines, one net/http client, each body to DIR/NAME (bench/plain.go)")
 }
 
 // PlainSHA256 runs PlainGetSHA256 as a child process (`self plain -sha256 …`):
 // the plain client that also hashes every file, as Heed must (F7). It is a
 // reference, not a peer: no other tool hashes what it downloads.
 func PlainSHA256(self string) Tool {
-	return Tool{
-		Name: "plain-go+sha256", Bin: self,
-		Display: "PlainGetSHA256: PlainGet that also takes each body's SHA-256 as it is written (bench/plain.go)",
-		Args: func(j Job) ([]string, error) {
-			return []string{"plain", "-sha256", "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)}, nil
-		},
-	}
+	return plainTool(self, "plain-go+sha256",
+		"PlainGetSHA256: PlainGet that also takes each body's SHA-256 as it is written (bench/plain.go)", "-sha256")
 }
 
 // PlainDefault runs PlainGetDefault as a child process (`self plain -default
 // …`): the plain client on http.DefaultClient, as a first version of it is
 // written. A reference, not a peer.
 func PlainDefault(self string) Tool {
+	return plainTool(self, "plain-go/default",
+		"PlainGetDefault: PlainGet on http.DefaultClient, which keeps 2 idle connections a host (bench/plain.go)", "-default")
+}
+
+// plainTool is `self plain FLAGS… -i URLFILE -P DIR -j N`.
+func plainTool(self, name, display string, flags ...string) Tool {
 	return Tool{
-		Name: "plain-go/default", Bin: self,
-		Display: "PlainGetDefault: PlainGet on http.DefaultClient, which keeps 2 idle connections a host (bench/plain.go)",
+		Name: name, Bin: self, Display: display,
 		Args: func(j Job) ([]string, error) {
-			return []string{"plain", "-default", "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)}, nil
+			args := append([]string{"plain"}, flags...)
+			return append(args, "-i", j.URLFile, "-P", j.Dir, "-j", strconv.Itoa(j.Workers)), nil
 		},
 	}
 }

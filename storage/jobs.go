@@ -114,7 +114,6 @@ func (db *DB) Enqueue(ctx context.Context, jobs []NewJob) (EnqueueResult, error)
 			if !errors.Is(err, errOneByOne) {
 				return err
 			}
-			res = EnqueueResult{Items: make([]EnqueueItem, len(jobs))}
 		}
 		return enqueueEach(w, jobs, &res)
 	})
@@ -173,7 +172,8 @@ func (res *EnqueueResult) duplicate(sel *sql.Stmt, i int, url string) error {
 }
 
 // errOneByOne is enqueueAtOnce's answer when the batch must be inserted one job at a time: its
-// ids would not follow the largest before it, or SQLite refused it as too long (see batch).
+// ids would not follow the largest before it, or SQLite refused it as too long (see batch). It
+// comes before anything is inserted or reported in the result.
 var errOneByOne = errors.New("storage: enqueue one job at a time")
 
 // enqueueBatch writes jobs as a batch of [url, host, not_before] for enqueueAtOnce, or reports
