@@ -150,7 +150,7 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	feed := ui.NewFeed() // the window's per-host charts see every request through it
-	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: dir, Version: version,
+	eng, err := engine.New(ctx, db, engine.Options{Dir: dir, Version: version,
 		SavedLimits: true, OnJob: feed.Job, OnEvent: feed.Event})
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)

@@ -59,16 +59,16 @@ func benchCase(b *testing.B, hosts, files, size int) {
 		dir := benchDir(b)
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
-		eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{Dir: filepath.Join(dir, "out"),
+		eng, err := engine.New(ctx, db, engine.Options{Dir: filepath.Join(dir, "out"),
 			Defaults: tun, Workers: 16, Version: "bench"})
 		require.NoError(b, err)
 		rep, err := eng.Add(ctx, text)
 		require.NoError(b, err)
 		require.Len(b, rep.Queued, len(srv.URLs()))
 		require.NoError(b, eng.RunUntilIdle(ctx))
-		counts, err := db.CountsByState(ctx)
+		counts, err := db.Counts(ctx)
 		require.NoError(b, err)
-		require.Equal(b, int64(len(rep.Queued)), counts[storage.StateDone], "every file downloaded")
+		require.Equal(b, int64(len(rep.Queued)), counts.Done, "every file downloaded")
 		require.NoError(b, eng.Close())
 		require.NoError(b, db.Close())
 		n += len(rep.Queued)
@@ -104,7 +104,7 @@ func BenchmarkEngineManyHosts(b *testing.B) {
 		dir := benchDir(b)
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
-		eng, err := engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: filepath.Join(dir, "out"),
+		eng, err := engine.New(context.Background(), db, engine.Options{Dir: filepath.Join(dir, "out"),
 			Defaults: engine.DefaultTunables(), Workers: 16, Version: "bench"})
 		require.NoError(b, err)
 		_, err = eng.Add(context.Background(), text)

@@ -271,6 +271,21 @@ func downloadDir(env Env, c *common) (string, int) {
 	return abs, ExitOK
 }
 
+// folderUsable says, before the database is opened, when --dir names
+// something that can never be a folder (a file), so that a mistyped folder
+// does not leave a database behind; the folder is created later, once the
+// database is Heed's to use.
+func folderUsable(env Env, c *common) int {
+	if c.dir == "" {
+		return ExitOK
+	}
+	if st, err := os.Stat(c.dir); err == nil && !st.IsDir() {
+		fmt.Fprintf(env.Stderr, "heed: download folder %s: it is a file, not a folder\n", c.dir)
+		return ExitUnusable
+	}
+	return ExitOK
+}
+
 // CheckFolder tells whether Heed can create files in the download folder
 // dir, by creating and removing an empty one: a read-only or foreign folder
 // is reported before any download starts and fails for it (exit 3).
@@ -295,43 +310,57 @@ func excerpt(s string) string {
 	return s
 }
 
-// readURLs collects the URL text of get and add: arguments, -i FILE, or -
-// for standard input.
-func readURLs(env Env, args []string, input string) (string, error) {
+// urlInput is the URL list of get and add, read as it comes: the arguments
+// (each one URL), then -i FILE or standard input ("-"). given says whether
+// any was given. The caller closes it.
+func urlInput(env Env, args []string, input string) (io.ReadCloser, bool, error) {
 	var b strings.Builder
+	var readers []io.Reader
+	stdin := false
 	for _, a := range args {
 		if a == "-" {
-			data, err := io.ReadAll(env.Stdin)
-			if err != nil {
-				return "", fmt.Errorf("reading standard input: %w", err)
-			}
-			b.Write(data)
-			b.WriteByte('\n')
+			stdin = true
 			continue
 		}
 		// An argument is one URL, as for curl and wget: the shell has already
 		// split the command line, so a space inside is part of the URL.
 		if strings.ContainsAny(a, "\r\n") {
-			return "", fmt.Errorf("the argument %q holds a line break: give one URL per argument, or a list with -i FILE", excerpt(a))
+			return nil, false, fmt.Errorf("the argument %q holds a line break: give one URL per argument, or a list with -i FILE", excerpt(a))
 		}
 		if strings.HasPrefix(strings.TrimSpace(a), "#") { // in a list a comment; here a mistake
-			return "", fmt.Errorf("the argument %q is not a URL", excerpt(a))
+			return nil, false, fmt.Errorf("the argument %q is not a URL", excerpt(a))
 		}
 		b.WriteString(fetch.OneURL(a))
 		b.WriteByte('\n')
 	}
-	if input != "" {
-		var data []byte
-		var err error
-		if input == "-" {
-			data, err = io.ReadAll(env.Stdin)
-		} else {
-			data, err = os.ReadFile(input)
-		}
+	readers = append(readers, strings.NewReader(b.String()))
+	var file *os.File
+	switch {
+	case input == "-":
+		stdin = true
+	case input != "":
+		f, err := os.Open(input)
 		if err != nil {
-			return "", fmt.Errorf("reading %s: %w", input, err)
+			return nil, false, fmt.Errorf("reading %s: %w", input, err)
 		}
-		b.Write(data)
+		file = f
+		readers = append(readers, f)
 	}
-	return b.String(), nil
+	if stdin {
+		readers = append(readers, env.Stdin)
+	}
+	return readCloser{io.MultiReader(readers...), file}, len(args) > 0 || input != "", nil
+}
+
+// readCloser reads a list and closes the file it came from, if any.
+type readCloser struct {
+	io.Reader
+	f *os.File
+}
+
+func (r readCloser) Close() error {
+	if r.f != nil {
+		return r.f.Close()
+	}
+	return nil
 }

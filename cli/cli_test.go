@@ -573,16 +573,16 @@ func TestMain_OutputWriteErrorExit1(t *testing.T) {
 func TestWhyWaiting_NamesTheFirstHostAndItsReason(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	hosts := []engine.HostSnapshot{
-		{Host: "idle.example", At: at, Queued: 0, Waiting: engine.WaitEmpty},
-		{Host: "later.example", At: at, Queued: 3, Waiting: engine.WaitGate, Level: 2, NextDue: at.Add(40 * time.Second)},
-		{Host: "soon.example", At: at, Queued: 1, Waiting: engine.WaitBreaker, HalfOpenIn: 25 * time.Second, NextDue: at.Add(25 * time.Second)},
-		{Host: "held.example", At: at, Queued: 2, Waiting: engine.WaitPaused, PauseReason: "paused from the command line"},
+		{Host: "idle.example", At: at, Waiting: engine.WaitEmpty},
+		{Host: "later.example", At: at, Waiting: engine.WaitGate, Level: 2, NextDue: at.Add(40 * time.Second)},
+		{Host: "soon.example", At: at, Waiting: engine.WaitBreaker, HalfOpenIn: 25 * time.Second, NextDue: at.Add(25 * time.Second)},
+		{Host: "held.example", At: at, Waiting: engine.WaitPaused, PauseReason: "paused from the command line"},
 	}
 	assert.Equal(t, "soon.example: breaker open, probe in 25s (3 hosts wait)", whyWaiting(hosts))
 	assert.Equal(t, "later.example: backing off (level 2, next request in 40s)", whyWaiting(hosts[:2]))
 	assert.Equal(t, "held.example: paused: paused from the command line", whyWaiting(hosts[3:]))
 	assert.Empty(t, whyWaiting(hosts[:1]), "nothing queued: nothing to say")
-	assert.Empty(t, whyWaiting([]engine.HostSnapshot{{Host: "go.example", Queued: 1, Waiting: engine.WaitReady}}))
+	assert.Empty(t, whyWaiting([]engine.HostSnapshot{{Host: "go.example", Waiting: engine.WaitReady}}))
 }
 
 // §9 (SIGINT stops cleanly, exit 130): Ctrl-C while a long list is still

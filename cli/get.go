@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/http/httpguts"
 
 	"heed/engine"
-	"heed/storage"
+	"heed/engine/fetch"
 )
 
 // cmdGet queues the given URLs, then downloads everything queued until
@@ -62,10 +62,14 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	if !download && len(pos) == 0 && *input == "" {
 		return usageErr(env, "add: no URLs given (pass URLs, -i FILE, or - for standard input)")
 	}
-	text, err := readURLs(env, pos, *input)
+	in, given, err := urlInput(env, pos, *input)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitUsage
+	}
+	defer in.Close()
+	if code := folderUsable(env, c); code != ExitOK {
+		return code
 	}
 	db, code := openDB(env, c)
 	if code != ExitOK {
@@ -88,7 +92,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	}
 	p := newProgress(env)
 	p.quiet = quiet
-	eng, err := engine.New(ctx, storage.EngineStore(db), engine.Options{
+	eng, err := engine.New(ctx, db, engine.Options{
 		Dir: dir, Version: env.Version, UserAgent: *userAgent, Defaults: defaults, Workers: *workers,
 		GlobalRatePerSec: *globalRate, BandwidthBytesPerSec: *bandwidth, MaxSize: *maxSize,
 		AllowDowngrade: *allowDowngrade, OnJob: p.jobEnded,
@@ -100,7 +104,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	defer eng.Close()
 
 	// Downloads start as soon as the first URLs are stored, while the rest
-	// are (see Engine.AddThen): the run is held open for them (Adding)
+	// are (see Engine.AddFrom): the run is held open for them (Adding)
 	// until they are all added, and stopped if the command ends before it.
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
@@ -143,7 +147,7 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 			return ExitUnusable
 		}
-		counts, err := db.CountsByState(context.Background())
+		counts, err := db.Counts(context.Background())
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 			return ExitUnusable
@@ -152,58 +156,44 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 		switch {
 		case interrupted:
 			return ExitInterrupt
-		case p.failed > 0 || counts[storage.StateQueued] > 0 || rejected:
+		case p.failed > 0 || counts.Queued > 0 || rejected:
 			return ExitFailed
 		}
 		return ExitOK
 	}
-	if strings.TrimSpace(text) != "" {
-		var stored func()
-		if download {
-			stored = run
-		}
-		rep, err := eng.AddThen(ctx, text, stored)
+	if given {
+		var tally addTally
+		rep, err := eng.AddFrom(ctx, in, engine.AddOptions{Again: *again, Batch: func(b engine.AddReport) {
+			tally.add(env, b, quiet, *again)
+			if download {
+				run() // downloads start once the first part is stored
+			}
+		}})
+		_ = rep // with Batch, each part's report went to tally
 		if err != nil && ran != nil && ctx.Err() != nil {
 			// A Ctrl-C while the list was being stored, once downloads had
 			// started: they stop as any interrupted run's do.
 			fmt.Fprintf(env.Stderr, "heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
-				len(rep.Queued), len(rep.Duplicates))
+				tally.queued, tally.dups)
 			return finish()
 		}
 		if err != nil {
 			abandon()
 			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
-			if len(rep.Queued)+len(rep.Duplicates) > 0 { // the parts stored before it stay
+			if tally.queued+tally.dups > 0 { // the parts stored before it stay
 				fmt.Fprintf(env.Stderr, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
-					len(rep.Queued), len(rep.Duplicates))
+					tally.queued, tally.dups)
+			}
+			if errors.Is(err, fetch.ErrNotAList) {
+				return ExitUsage
 			}
 			return ExitUnusable
 		}
-		for _, r := range rep.Rejected {
-			fmt.Fprintf(env.Stderr, "heed: rejected %q (line %d): %s\n", r.Text, r.Line, r.Reason)
-		}
-		rejected = len(rep.Rejected) > 0
-		requeued := 0
-		if *again && len(rep.Duplicates) > 0 {
-			// Those that had ended when they were added: one given twice, or
-			// one queued before, may have been downloaded since.
-			ids, err := eng.RetryURLs(ctx, ended(rep))
-			if err != nil && ran != nil && ctx.Err() != nil {
-				return finish() // everything was queued: interrupted as a run is
-			}
-			if err != nil {
-				abandon()
-				fmt.Fprintf(env.Stderr, "heed: queueing again: %v\n", err)
-				return ExitUnusable
-			}
-			requeued = len(ids)
-		}
-		if !*again && heldBack(env, rep, quiet) {
-			rejected = true // what was asked for stays failed: exit 1
-		}
+		tally.more(env)
+		rejected = tally.rejected > 0 || tally.failedBefore
 		fmt.Fprintf(env.Stderr, "queued %d, duplicates %d (queued again %d), rejected %d\n",
-			len(rep.Queued), len(rep.Duplicates), requeued, len(rep.Rejected))
-		if len(rep.Queued) == 0 && len(rep.Duplicates) == 0 {
+			tally.queued, tally.dups, tally.again, tally.rejected)
+		if tally.queued == 0 && tally.dups == 0 {
 			abandon()
 			return ExitUsage
 		}
@@ -218,31 +208,36 @@ func queueAndRun(ctx context.Context, env Env, name string, args []string, downl
 	return finish()
 }
 
-// ended is the URLs of rep's duplicates whose jobs had ended (done, failed
-// or cancelled) when they were added: those get --again queues again.
-func ended(rep engine.AddReport) []string {
-	var urls []string
-	for i, u := range rep.Duplicates {
-		switch rep.DuplicateStates[i] {
-		case engine.JobDone, engine.JobFailed, engine.JobCancelled:
-			urls = append(urls, u)
-		}
-	}
-	return urls
+// addTally sums up what a list's parts did as they are stored, and says
+// on the way what needs saying: each rejected line, and the URLs given
+// that are not downloaded again because their jobs already ended (J2) —
+// failed or cancelled ones always, done ones unless quiet, each with the
+// flag that would download it again, the first few of them by name.
+type addTally struct {
+	queued, dups, again, rejected int
+	heldBack                      int  // ended duplicates left as they are
+	failedBefore                  bool // one of them had failed or been cancelled: exit 1
 }
 
-// heldBack says which of the URLs given are not downloaded again because
-// their jobs already ended (J2): failed or cancelled ones always, done ones
-// unless quiet, each with the flag that would download it again. It reports
-// whether any had failed or been cancelled.
-func heldBack(env Env, rep engine.AddReport, quiet bool) (failed bool) {
-	const shown = 10
-	n := 0
-	for i, u := range rep.Duplicates {
+// heldShown is how many ended duplicates are named one by one.
+const heldShown = 10
+
+func (t *addTally) add(env Env, b engine.AddReport, quiet, again bool) {
+	t.queued += len(b.Queued)
+	t.dups += len(b.Duplicates)
+	t.again += b.Again
+	t.rejected += len(b.Rejected)
+	for _, r := range b.Rejected {
+		fmt.Fprintf(env.Stderr, "heed: rejected %q (line %d): %s\n", r.Text, r.Line, r.Reason)
+	}
+	if again {
+		return
+	}
+	for i, u := range b.Duplicates {
 		var why string
-		switch st := rep.DuplicateStates[i]; st {
+		switch st := b.DuplicateStates[i]; st {
 		case engine.JobFailed, engine.JobCancelled:
-			failed = true
+			t.failedBefore = true
 			why = "already " + string(st)
 		case engine.JobDone:
 			if quiet {
@@ -252,14 +247,17 @@ func heldBack(env Env, rep engine.AddReport, quiet bool) (failed bool) {
 		default:
 			continue
 		}
-		if n++; n <= shown {
+		if t.heldBack++; t.heldBack <= heldShown {
 			fmt.Fprintf(env.Stderr, "heed: %s, not fetched again (--again fetches it): %s\n", why, u)
 		}
 	}
-	if n > shown {
-		fmt.Fprintf(env.Stderr, "heed: … and %d more not fetched again\n", n-shown)
+}
+
+// more says how many ended duplicates were not named.
+func (t *addTally) more(env Env) {
+	if t.heldBack > heldShown {
+		fmt.Fprintf(env.Stderr, "heed: … and %d more not fetched again\n", t.heldBack-heldShown)
 	}
-	return failed
 }
 
 // progress shows what get is doing: bars redrawn in place on a terminal,
@@ -457,7 +455,7 @@ func whyWaiting(hosts []engine.HostSnapshot) string {
 	n := 0
 	for i := range hosts {
 		h := &hosts[i]
-		if h.Queued == 0 {
+		if h.Waiting == engine.WaitEmpty {
 			continue
 		}
 		n++
@@ -541,13 +539,13 @@ func retries(n int) string {
 	return fmt.Sprintf("%d retries", n)
 }
 
-func (p *progress) summary(counts map[storage.State]int64, interrupted bool) {
+func (p *progress) summary(counts engine.Counts, interrupted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.env.Stderr
 	fmt.Fprintf(w, "this run: %d done (%s), %d failed, %s, %d throttled in %s\n", p.done, humanBytes(p.bytes),
 		p.failed, retries(p.retried), p.throttled, time.Since(p.started).Round(time.Millisecond))
-	if q := counts[storage.StateQueued]; q > 0 {
+	if q := counts.Queued; q > 0 {
 		why := "held by paused hosts (heed hosts shows why; heed host HOST --resume)"
 		if interrupted {
 			why = "still queued (run heed get again to go on; partial files are kept and resumed)"

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"heed/engine"
-	"heed/storage"
 )
 
 // cmdHost shows one host, or changes it: pause or resume it, act on its
@@ -49,56 +48,68 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	defer db.Close()
-	var bad error
-	state, err := engine.EditHost(ctx, storage.EngineStore(db), host, func(core *engine.Core) {
-		if *clear {
-			core.ClearHostTunables(host)
-		}
-		if tf.any() {
-			cur, _ := core.HostTunables(host)
-			t, err := tf.apply(cur)
-			if err != nil {
-				bad = err
-				return
-			}
-			if err := core.SetHostTunables(host, t); err != nil {
-				bad = err
-				return
-			}
-		}
-		switch {
-		case *pause:
-			core.PauseHost(host, "paused from the command line")
-		case *resume:
-			core.ResumeHost(host)
-		}
-		switch {
-		case *trip:
-			core.TripBreaker(host)
-		case *reset:
-			core.ResetBreaker(host)
-		case *probe:
-			core.ProbeNow(host)
-		}
-	})
-	if bad != nil {
-		return usageErr(env, "%v", bad)
+	dir, code := downloadDir(env, c)
+	if code != ExitOK {
+		return code
 	}
+	// The commands the window gives, on an engine that does not run: each
+	// is on disk when it returns.
+	eng, err := engine.New(ctx, db, engine.Options{Dir: dir, Version: env.Version})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitUnusable
 	}
+	defer eng.Close()
+	var steps []func() error
+	if *clear {
+		steps = append(steps, func() error { return eng.UseDefaults(ctx, host) })
+	}
+	if tf.any() {
+		_, cur := eng.HostState(host)
+		t, err := tf.apply(cur)
+		if err != nil {
+			return usageErr(env, "%v", err)
+		}
+		steps = append(steps, func() error { return eng.SetHostTunables(ctx, host, t) })
+	}
+	switch {
+	case *pause:
+		steps = append(steps, func() error { return eng.PauseHost(ctx, host, "paused from the command line") })
+	case *resume:
+		steps = append(steps, func() error { return eng.ResumeHost(ctx, host) })
+	}
+	switch {
+	case *trip:
+		steps = append(steps, func() error { return eng.TripBreaker(ctx, host) })
+	case *reset:
+		steps = append(steps, func() error { return eng.ResetBreaker(ctx, host) })
+	case *probe:
+		steps = append(steps, func() error { return eng.ProbeNow(ctx, host) })
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return ExitUnusable
+		}
+	}
+	hs, eff := eng.HostState(host)
+	state := struct {
+		engine.HostState
+		Effective engine.Tunables
+	}{hs, eff}
 	if *asJSON { // a line of heed hosts --json, with the tunables in effect
 		l := newHostLine(state.HostState)
 		eff := state.Effective
 		l.Effective = &eff
-		counts, err := db.CountsByHost(ctx)
+		hosts, err := db.Hosts(ctx)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 			return ExitUnusable
 		}
-		for st, n := range counts[host] {
-			l.Jobs[string(st)] = n
+		for _, h := range hosts {
+			if h.Host == host {
+				l.setJobs(h.Counts)
+			}
 		}
 		json.NewEncoder(env.Stdout).Encode(l)
 		return ExitOK

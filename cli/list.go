@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"heed/engine"
-	"heed/storage"
 )
 
 // cmdJobs lists jobs, as a table or as JSON lines.
@@ -24,8 +23,8 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 	if code := parseNoArgs(env, fs, args); code != ExitOK {
 		return code
 	}
-	if *state != "" && !storage.State(*state).Valid() {
-		return usageErr(env, "--state: %q is not a job state (queued, active, paused, done, failed, cancelled)", *state)
+	if *state != "" && !engine.JobState(*state).Valid() {
+		return usageErr(env, "--state: %q is not a job state (queued, active, paused, done, failed, cancelled, skipped)", *state)
 	}
 	if code := hostFilter(env, host); code != ExitOK {
 		return code
@@ -35,9 +34,9 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	defer db.Close()
-	f := storage.JobFilter{State: storage.State(*state), Host: *host}
+	q := engine.JobQuery{State: engine.JobState(*state), Host: *host}
 	if *asJSON {
-		if err := db.ExportJobsJSON(ctx, env.Stdout, f); err != nil {
+		if err := engine.WriteJobsJSON(ctx, env.Stdout, db, q); err != nil {
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 			return ExitUnusable
 		}
@@ -45,24 +44,20 @@ func cmdJobs(ctx context.Context, env Env, args []string) int {
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATE\tHOST\tATTEMPTS\tBYTES\tFILE\tURL\tLAST ERROR")
-	jobs, err := db.JobsPage(ctx, f)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-		return ExitUnusable
-	}
-	unnamed, err := db.UnnamedIDs(ctx)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-		return ExitUnusable
-	}
-	for _, j := range jobs {
-		file := j.File
-		if unnamed[j.ID] { // Heed stopped between recording it done and naming its file
+	err := engine.EachJob(ctx, db, q, func(j engine.Job) error {
+		l := engine.JobLineOf(j)
+		file := l.File
+		if l.Unnamed { // Heed stopped between recording it done and naming its file
 			file += " (not named yet: the next heed get names it)"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Host, j.Attempts, j.Bytes, file, j.URL, j.LastError)
-	}
+		_, err := fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%s\n", l.ID, l.State, l.Host, l.Attempts, l.Bytes, file, l.URL, l.LastError)
+		return err
+	})
 	tw.Flush()
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
 	return ExitOK
 }
 
@@ -118,6 +113,7 @@ func newHostLine(s engine.HostState) *hostLine {
 	l := &hostLine{Host: s.Host, Paused: s.Paused, PauseReason: s.PauseReason, Level: s.Level,
 		Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
 		Tunables: s.Tunables, Jobs: map[string]int64{}}
+	l.setJobs(s.Counts)
 	if !s.Gate.IsZero() {
 		g := s.Gate
 		l.Gate = &g
@@ -197,36 +193,26 @@ func cmdHosts(ctx context.Context, env Env, args []string) int {
 	return ExitOK
 }
 
-// hostLines joins the hosts table with job counts: a host with jobs but no
-// politeness state yet is listed too.
-func hostLines(ctx context.Context, db *storage.DB) ([]hostLine, error) {
-	states, err := storage.EngineStore(db).LoadHosts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	counts, err := db.CountsByHost(ctx)
-	if err != nil {
-		return nil, err
-	}
-	byHost := map[string]*hostLine{}
-	for _, s := range states {
-		byHost[s.Host] = newHostLine(s)
-	}
-	for h, m := range counts {
-		l := byHost[h]
-		if l == nil {
-			l = &hostLine{Host: h, Breaker: engine.Closed.String(), Jobs: map[string]int64{}}
-			byHost[h] = l
-		}
-		for st, n := range m {
+// setJobs fills the line's job counts, the states that have any.
+func (l *hostLine) setJobs(c engine.Counts) {
+	for _, st := range engine.JobStates {
+		if n := c.Of(st); n > 0 {
 			l.Jobs[string(st)] = n
 		}
 	}
-	out := make([]hostLine, 0, len(byHost))
-	for _, l := range byHost {
-		out = append(out, *l)
+}
+
+// hostLines is every host the database knows, with its job counts, as the
+// hosts rows keep them.
+func hostLines(ctx context.Context, db engine.Reader) ([]hostLine, error) {
+	states, err := db.Hosts(ctx)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b hostLine) int { return strings.Compare(a.Host, b.Host) })
+	out := make([]hostLine, 0, len(states))
+	for _, s := range states {
+		out = append(out, *newHostLine(s))
+	}
 	return out, nil
 }
 
@@ -258,21 +244,21 @@ func cmdHistory(ctx context.Context, env Env, args []string) int {
 		return code
 	}
 	defer db.Close()
-	f := storage.HistoryFilter{Host: *host, Outcome: *outcome, Limit: *limit}
+	f := engine.HistoryQuery{Host: *host, Outcome: *outcome, Limit: *limit}
 	var err error
 	switch {
 	case *asJSON:
-		err = db.ExportHistoryJSON(ctx, env.Stdout, f)
+		err = engine.WriteHistoryJSON(ctx, env.Stdout, db, f)
 	case *asCSV:
-		err = db.ExportHistoryCSV(ctx, env.Stdout, f)
+		err = engine.WriteHistoryCSV(ctx, env.Stdout, db, f)
 	default:
-		var page []storage.Attempt
-		page, err = db.HistoryPage(ctx, f)
+		var page []engine.Attempt
+		page, err = db.History(ctx, f)
 		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "STARTED\tJOB\tTRY\tHOST\tSTATUS\tOUTCOME\tMS\tBYTES\tLEVEL\tBREAKER\tERROR")
 		for _, a := range page {
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", a.StartedAt.Format("15:04:05.000"), a.JobID,
-				a.Attempt, a.Host, a.Status, a.Outcome, a.Duration.Milliseconds(), a.Bytes, a.BackoffLevel, a.BreakerState, a.Error)
+				a.Attempt, a.Host, a.Status, a.Outcome, a.Duration.Milliseconds(), a.Bytes, a.Level, a.Breaker, a.Error)
 		}
 		tw.Flush()
 	}

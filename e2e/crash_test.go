@@ -14,7 +14,6 @@ import (
 	_ "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 // slowFiles are two small files and three large ones (large enough for
@@ -225,24 +224,19 @@ func TestGet_Kill9SmallFileKeepsItsName(t *testing.T) {
 	assert.Equal(t, "mid.bin", js[0].File)
 }
 
-// RELIABILITY F32, S2: heed get killed with SIGKILL while small downloads
-// are in flight or finishing — their parts not yet recorded, as a body that
-// lands at once needs no record — and then run again: the parts the kill
-// left are removed and every file is saved once, under its own name, with
-// no "name (1)" and no part left. Files of 1 KiB are held in files with no
-// name until they are whole (a kill takes those with it, and a download
-// recorded done just before the kill but not yet named is fetched again);
-// files of 8 KiB, arriving for about 60 ms each, take their part names
-// after 20 ms and are recorded 20 ms later, so the kill finds some parts
-// marked but not recorded.
+// RELIABILITY F32, S2, F4: heed get killed with SIGKILL while small
+// downloads are in flight or finishing, then run again. Every part the kill
+// leaves is one the database records (its name is recorded before the file
+// exists), so none is orphaned; the next run resumes or names each, and
+// every file is saved once under its own name, with no "name (1)" and no
+// part left.
 func TestGet_Kill9ManySmallFilesKeepTheirNames(t *testing.T) {
 	for _, tc := range []struct {
 		n, size, killAt int
 		pause           time.Duration // after the first 512 bytes of each body
-		orphans         bool          // the kill must leave parts nothing records
 	}{
-		{2000, 1 << 10, 300, 4 * time.Millisecond, false},
-		{2000, 8 << 10, 300, 4 * time.Millisecond, true},
+		{2000, 1 << 10, 300, 4 * time.Millisecond},
+		{2000, 8 << 10, 300, 4 * time.Millisecond},
 	} {
 		t.Run(fmt.Sprintf("%d bytes", tc.size), func(t *testing.T) {
 			files := map[string][]byte{}
@@ -274,23 +268,11 @@ func TestGet_Kill9ManySmallFilesKeepTheirNames(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("the kill left %d parts, %d of them recorded nowhere", parts, orphans)
-			if tc.orphans {
-				require.Positive(t, orphans, "the kill left parts the database does not record")
-			}
+			t.Logf("the kill left %d parts", parts)
+			require.Zero(t, orphans, "every part the kill left is recorded")
 
 			res := heed(t, args...)
 			require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
-			if !markedPartsIn(t, dir) {
-				// No marks here, or marks just after the name: a part may stay, and
-				// its download be saved beside it (README, promise 3). Every job is
-				// done all the same.
-				t.Log("parts cannot be created marked here: only the jobs are checked")
-				for _, j := range jobs(t, db) {
-					assert.Equal(t, "done", j.State, j.URL)
-				}
-				return
-			}
 			var extra []string
 			for name := range listDir(t, dir) {
 				if _, ok := files["/"+name]; !ok {
@@ -310,7 +292,7 @@ func partNames(t *testing.T, path string) map[string]bool {
 	t.Helper()
 	raw := readOnly(t, path)
 	defer raw.Close()
-	rows, err := raw.Query(`SELECT part FROM jobs WHERE part <> '' UNION SELECT part FROM naming`)
+	rows, err := raw.Query(`SELECT part FROM jobs WHERE part <> ''`)
 	require.NoError(t, err)
 	defer rows.Close()
 	names := map[string]bool{}
@@ -334,27 +316,4 @@ func doneJobs(t *testing.T, path string) int {
 		return 0 // not created yet
 	}
 	return n
-}
-
-// markedPartsIn reports whether Heed can create parts in dir already
-// marked: the file system keeps user extended attributes and unnamed files
-// (O_TMPFILE), and /proc lets such a file be linked under a name. Where it
-// cannot, Heed marks a part just after creating it, and a kill in between
-// leaves a part it does not know as its own.
-func markedPartsIn(t *testing.T, dir string) bool {
-	t.Helper()
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(fd)
-	if unix.Fsetxattr(fd, "user.heed.job", []byte("x"), 0) != nil {
-		return false
-	}
-	probe := filepath.Join(dir, ".probe")
-	if unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, probe, unix.AT_SYMLINK_FOLLOW) != nil {
-		return false
-	}
-	require.NoError(t, os.Remove(probe))
-	return true
 }

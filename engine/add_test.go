@@ -20,7 +20,7 @@ type partStore struct {
 	failAt int
 }
 
-func (s *partStore) Enqueue(_ context.Context, jobs []NewJob) ([]Enqueued, error) {
+func (s *partStore) Enqueue(_ context.Context, jobs []NewJob, _ int64) ([]Enqueued, error) {
 	s.calls++
 	if s.calls == s.failAt {
 		return nil, errors.New("disk full")
@@ -37,27 +37,33 @@ func (s *partStore) Enqueue(_ context.Context, jobs []NewJob) ([]Enqueued, error
 	return out, nil
 }
 
-// J1, J2: a part that fails before the rest of the list was parsed leaves
-// the report that of the whole list, as when it was parsed at once: its
-// rejected lines, and the repeats of URLs the parts before stored.
-func TestAddThen_J1_ErrorBeforeTheRestReportsTheWholeList(t *testing.T) {
+// J1, J2: a list is stored in parts as it is read; when storing a part
+// fails, the report holds what the parts before it did — their new jobs,
+// their rejected lines, their repeats of URLs stored before — with the
+// error, and nothing after it is read.
+func TestAddFrom_J1_ErrorKeepsTheReportOfThePartsBefore(t *testing.T) {
 	var b strings.Builder
-	for i := range addFirstPart { // two URLs a line: the first lines make two parts
-		fmt.Fprintf(&b, "http://a.example/%d http://b.example/%d\n", i, i)
+	b.WriteString("ftp://x/y\n")
+	for i := range 4 * addFirstPart {
+		fmt.Fprintf(&b, "http://a.example/%d\n", i)
 	}
-	b.WriteString("ftp://x/y\nhttp://a.example/0\n")
-	for failAt, stored := range map[int]int{1: 0, 2: addFirstPart} {
+	b.WriteString("http://a.example/0\n")
+	for failAt, stored := range map[int]int{1: 0, 2: addFirstPart, 3: 5 * addFirstPart} {
 		e := &Engine{store: &partStore{ids: map[string]int64{}, failAt: failAt},
 			core: NewCore(Config{Defaults: DefaultTunables(), Seed: 1, GlobalInflight: 16})}
-		rep, err := e.AddThen(context.Background(), b.String(), nil)
-		require.Error(t, err)
-		assert.Len(t, rep.Queued, stored, "failing at part %d", failAt)
-		require.Len(t, rep.Rejected, 1, "failing at part %d", failAt)
-		assert.Equal(t, addFirstPart+1, rep.Rejected[0].Line)
-		if stored > 0 {
+		rep, err := e.Add(context.Background(), b.String())
+		if stored == 5*addFirstPart { // all of it in two parts: no third
+			require.NoError(t, err)
+			stored = 4 * addFirstPart
 			assert.Equal(t, []string{"http://a.example/0"}, rep.Duplicates, "a repeat of a stored URL")
 		} else {
-			assert.Empty(t, rep.Duplicates, "its first was not stored")
+			require.Error(t, err)
+			assert.Empty(t, rep.Duplicates)
+		}
+		assert.Len(t, rep.Queued, stored, "failing at part %d", failAt)
+		if failAt > 1 {
+			require.Len(t, rep.Rejected, 1, "failing at part %d", failAt)
+			assert.Equal(t, 1, rep.Rejected[0].Line)
 		}
 	}
 }

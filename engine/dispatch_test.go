@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"heed/engine"
-	"heed/storage"
 )
 
 // startsSeen is a Store that notes each job whose start was committed.
@@ -27,14 +26,12 @@ type startsSeen struct {
 	started sync.Map // URL → true, once StartJobs returned it active
 }
 
-func (s *startsSeen) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRecord, error) {
-	jobs, err := s.Store.StartJobs(ctx, ids)
-	for _, j := range jobs {
-		if j.ID != 0 {
-			s.started.Store(j.URL, true)
-		}
+func (s *startsSeen) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
+	j, err := s.Store.Start(ctx, id, part)
+	if err == nil {
+		s.started.Store(j.URL, true)
 	}
-	return jobs, err
+	return j, err
 }
 
 // L1, J3: however an attempt's slot is taken again — by the run loop, or
@@ -81,9 +78,9 @@ func TestEngine_L1_J3_SlotsTakenAgainWithinTheCapAfterTheStart(t *testing.T) {
 	assert.Zero(t, early.Load(), "no request before its job's start was committed")
 	assert.LessOrEqual(t, most.Load(), int64(workers), "never more requests in flight than Workers")
 	assert.Equal(t, int64(workers), most.Load(), "the slots were all used")
-	counts, err := db.CountsByState(context.Background())
+	counts, err := db.Counts(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, int64(len(urls)), counts[storage.StateDone])
+	assert.Equal(t, int64(len(urls)), counts.Done)
 }
 
 // pauseRacer pauses (and then resumes) each job at the moment the engine
@@ -94,25 +91,22 @@ type pauseRacer struct {
 	eng     atomic.Pointer[engine.Engine]
 	mu      sync.Mutex
 	paused  map[int64]bool // pause changed the job
-	started map[int64]bool // StartJobs handed it out active
+	started map[int64]bool // Start handed it out active
 	tried   map[int64]bool
 	wg      sync.WaitGroup
 }
 
-func (s *pauseRacer) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRecord, error) {
+func (s *pauseRacer) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
 	e := s.eng.Load()
-	for _, id := range ids {
-		s.mu.Lock()
-		first := !s.tried[id]
-		s.tried[id] = true
-		s.mu.Unlock()
-		if !first {
-			continue // once per job
-		}
+	s.mu.Lock()
+	first := !s.tried[id]
+	s.tried[id] = true
+	s.mu.Unlock()
+	if first { // once per job
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			changed, err := e.Pause(context.Background(), []int64{id})
+			changed, err := e.PauseJobs(context.Background(), []int64{id})
 			if err != nil || len(changed) == 0 {
 				return
 			}
@@ -120,18 +114,16 @@ func (s *pauseRacer) StartJobs(ctx context.Context, ids []int64) ([]engine.JobRe
 			s.paused[id] = true
 			s.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
-			e.Resume(context.Background(), []int64{id})
+			e.ResumeJobs(context.Background(), []int64{id})
 		}()
 	}
-	jobs, err := s.Store.StartJobs(ctx, ids)
-	s.mu.Lock()
-	for _, j := range jobs {
-		if j.ID != 0 {
-			s.started[j.ID] = true
-		}
+	j, err := s.Store.Start(ctx, id, part)
+	if err == nil {
+		s.mu.Lock()
+		s.started[j.ID] = true
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
-	return jobs, err
+	return j, err
 }
 
 // J3: a job the person pauses at the moment the engine starts it either
@@ -182,9 +174,9 @@ func TestEngine_J3_PausedWhileItStartsFetchedOnceAtATime(t *testing.T) {
 	go func() { ran <- eng.Run(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		counts, err := db.CountsByState(context.Background())
+		counts, err := db.Counts(context.Background())
 		require.NoError(t, err)
-		if counts[storage.StateDone] == int64(len(urls)) {
+		if counts.Done == int64(len(urls)) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -193,11 +185,11 @@ func TestEngine_J3_PausedWhileItStartsFetchedOnceAtATime(t *testing.T) {
 	<-ran
 	racer.wg.Wait()
 
-	jobs, err := db.JobsPage(context.Background(), storage.JobFilter{Limit: 1000})
+	jobs, err := db.Jobs(context.Background(), engine.JobQuery{Limit: 1000})
 	require.NoError(t, err)
 	notDone := 0
 	for _, j := range jobs {
-		if j.State != storage.StateDone {
+		if j.State != engine.JobDone {
 			notDone++
 			t.Logf("job %d %s: %s attempts %d err %q", j.ID, j.URL, j.State, j.Attempts, j.LastError)
 		}

@@ -76,7 +76,7 @@ func (r *rig) open(opt engine.Options) {
 		opt.Defaults = fast()
 	}
 	opt.Version = "test"
-	eng, err := engine.New(context.Background(), storage.EngineStore(db), opt)
+	eng, err := engine.New(context.Background(), db, opt)
 	require.NoError(r.t, err)
 	r.db, r.eng = db, eng
 	r.t.Cleanup(r.close)
@@ -108,16 +108,26 @@ func (r *rig) runIdle() {
 	require.NoError(r.t, r.eng.RunUntilIdle(ctx))
 }
 
-func (r *rig) jobs() []storage.Job {
+func (r *rig) jobs() []engine.Job {
 	r.t.Helper()
-	jobs, err := r.db.JobsPage(context.Background(), storage.JobFilter{})
+	jobs, err := r.db.Jobs(context.Background(), engine.JobQuery{})
 	require.NoError(r.t, err)
 	return jobs
 }
 
-func (r *rig) history(f storage.HistoryFilter) []storage.Attempt {
+// jobByURL returns the job of u.
+func (r *rig) jobByURL(u string) (engine.Job, error) {
+	for _, j := range r.jobs() {
+		if j.URL == u {
+			return j, nil
+		}
+	}
+	return engine.Job{}, engine.ErrNotFound
+}
+
+func (r *rig) history(f engine.HistoryQuery) []engine.Attempt {
 	r.t.Helper()
-	h, err := r.db.HistoryPage(context.Background(), f)
+	h, err := r.db.History(context.Background(), f)
 	require.NoError(r.t, err)
 	return h
 }
@@ -155,7 +165,7 @@ func TestEngine_DownloadsEveryDemoHostByteExact(t *testing.T) {
 	r.runIdle()
 
 	for _, j := range r.jobs() {
-		require.Equal(t, storage.StateDone, j.State, "job %s: %s", j.URL, j.LastError)
+		require.Equal(t, engine.JobDone, j.State, "job %s: %s", j.URL, j.LastError)
 		want, size := srv.Expected(j.URL)
 		assert.Equal(t, want, j.SHA256, j.URL)
 		assert.Equal(t, size, j.Bytes, j.URL)
@@ -163,7 +173,7 @@ func TestEngine_DownloadsEveryDemoHostByteExact(t *testing.T) {
 	}
 	// S3: history has at least one ok line per job and every request the
 	// demo hosts answered is in it.
-	hist := r.history(storage.HistoryFilter{})
+	hist := r.history(engine.HistoryQuery{})
 	ok := 0
 	for _, a := range hist {
 		if a.Outcome == "ok" {
@@ -207,7 +217,7 @@ func TestEngine_G5_RetryAfterHonoured(t *testing.T) {
 	r.runIdle()
 
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	}
 	log := srv.Log()
 	throttles := 0
@@ -222,11 +232,11 @@ func TestEngine_G5_RetryAfterHonoured(t *testing.T) {
 		}
 	}
 	require.Positive(t, throttles)
-	hist := r.history(storage.HistoryFilter{Outcome: "throttled"})
+	hist := r.history(engine.HistoryQuery{Outcome: "throttled"})
 	assert.Len(t, hist, throttles)
 	for _, a := range hist {
 		assert.Equal(t, int64(1000), a.RetryAfter.Milliseconds())
-		assert.GreaterOrEqual(t, a.BackoffLevel, 1)
+		assert.GreaterOrEqual(t, a.Level, 1)
 	}
 }
 
@@ -263,7 +273,7 @@ func TestEngine_G10_RestartKeepsRetryAfter(t *testing.T) {
 	assert.Len(t, srv.Log(), 1, "a restart must not ask the host again before its Retry-After")
 	jobs := r.jobs()
 	require.Len(t, jobs, 1)
-	assert.Equal(t, storage.StateQueued, jobs[0].State)
+	assert.Equal(t, engine.JobQueued, jobs[0].State)
 	assert.Equal(t, 1, jobs[0].Throttled)
 }
 
@@ -292,7 +302,7 @@ func TestEngine_G9_LongRetryAfterPausesHost(t *testing.T) {
 	mu.Unlock()
 	assert.Contains(t, snap.PauseReason, "Retry-After")
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateQueued, j.State)
+		assert.Equal(t, engine.JobQueued, j.State)
 	}
 	hosts, err := r.db.Hosts(context.Background())
 	require.NoError(t, err)
@@ -322,30 +332,31 @@ func TestEngine_R5_RetryGivesAFreshBudget(t *testing.T) {
 	jobs := r.jobs()
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {
-		require.Equal(t, storage.StateFailed, j.State)
+		require.Equal(t, engine.JobFailed, j.State)
 		assert.Equal(t, 2, j.Attempts, "failed after max_attempts")
 		assert.Contains(t, j.LastError, "HTTP 500")
 	}
 
 	// Still failing: a retried job gets max_attempts again, not one more.
-	ids, err := r.eng.Retry(context.Background(), []int64{jobs[0].ID})
+	ids, err := r.eng.RetryJobs(context.Background(), []int64{jobs[0].ID})
 	require.NoError(t, err)
 	require.Equal(t, []int64{jobs[0].ID}, ids)
 	r.runIdle()
-	assert.Len(t, r.history(storage.HistoryFilter{Host: jobs[0].Host}), 6, "2 + 2 attempts for a, 2 for b")
+	assert.Len(t, r.history(engine.HistoryQuery{Host: jobs[0].Host}), 6, "2 + 2 attempts for a, 2 for b")
 	j, err := r.db.Job(context.Background(), jobs[0].ID)
 	require.NoError(t, err)
-	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Equal(t, engine.JobFailed, j.State)
 	assert.Equal(t, 2, j.Attempts)
 
 	fail.Store(false)
-	_, err = r.eng.Retry(context.Background(), []int64{jobs[0].ID})
+	_, err = r.eng.RetryJobs(context.Background(), []int64{jobs[0].ID})
 	require.NoError(t, err)
-	_, err = r.eng.RetryURLs(context.Background(), []string{srv.URL + "/b.txt"})
+	rep, err := r.eng.AddFrom(context.Background(), strings.NewReader(srv.URL+"/b.txt"), engine.AddOptions{Again: true})
 	require.NoError(t, err)
+	assert.Equal(t, 1, rep.Again, "heed get --again queues an ended job again")
 	r.runIdle()
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, engine.JobDone, j.State, j.URL)
 		assert.Equal(t, 1, j.Attempts, "%s: the budget starts over", j.URL)
 		got, err := os.ReadFile(filepath.Join(r.dir, j.File))
 		require.NoError(t, err)
@@ -375,7 +386,7 @@ func TestEngine_F1_DownloadsNeverTakeTheDatabasesNames(t *testing.T) {
 	jobs := r.jobs()
 	require.Len(t, jobs, len(names))
 	for _, j := range jobs {
-		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, engine.JobDone, j.State, j.URL)
 		assert.NotContains(t, names, j.File, "%s took a name of the database", j.URL)
 		got, err := os.ReadFile(filepath.Join(base, j.File))
 		require.NoError(t, err)
@@ -418,7 +429,7 @@ func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
 	r.runIdle()
 
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateQueued, j.State, j.URL)
+		assert.Equal(t, engine.JobQueued, j.State, j.URL)
 	}
 	mu.Lock()
 	got := slices.Clone(ends)
@@ -431,7 +442,7 @@ func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
 	r.eng.Core().ResumeHost(hostOf(t, target.URL))
 	r.runIdle()
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateDone, j.State, j.URL)
+		assert.Equal(t, engine.JobDone, j.State, j.URL)
 	}
 }
 
@@ -476,7 +487,7 @@ func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
 	jobs := r.jobs()
 	require.Len(t, jobs, 1)
 	j := jobs[0]
-	require.Equal(t, storage.StateDone, j.State, j.LastError)
+	require.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, 2, j.Attempts, "the cut first response, then one attempt of many ranges")
 	got, err := os.ReadFile(filepath.Join(r.dir, j.File))
 	require.NoError(t, err)
@@ -485,7 +496,7 @@ func TestEngine_F5_ShortRangesCompleteInOneAttempt(t *testing.T) {
 	assert.Equal(t, hex.EncodeToString(sum[:]), j.SHA256)
 	outcomes := map[string]int{}
 	var received int64
-	for _, a := range r.history(storage.HistoryFilter{}) {
+	for _, a := range r.history(engine.HistoryQuery{}) {
 		outcomes[a.Outcome]++
 		received += a.Bytes
 	}
@@ -513,7 +524,7 @@ func TestEngine_L2_LimitsSetLiveAndSaved(t *testing.T) {
 	assert.Equal(t, want, r.eng.Limits())
 	st := r.eng.Core().Stats()
 	assert.Equal(t, 2.5, st.GlobalRatePerSec)
-	assert.EqualValues(t, 64<<10, st.BandwidthBytesPerSec)
+	assert.EqualValues(t, 64<<10, r.eng.Bandwidth())
 
 	r.close()
 	r.open(engine.Options{SavedLimits: true})
@@ -578,7 +589,7 @@ func TestEngine_F5_DribblingRangesCostAttempts(t *testing.T) {
 	r.runIdle()
 	jobs := r.jobs()
 	require.Len(t, jobs, 1)
-	require.Equal(t, storage.StateDone, jobs[0].State, jobs[0].LastError)
+	require.Equal(t, engine.JobDone, jobs[0].State, jobs[0].LastError)
 	assert.Equal(t, 3, jobs[0].Attempts, "the cut response, 1,000 pieces, then the last 499")
 	got, err := os.ReadFile(filepath.Join(r.dir, jobs[0].File))
 	require.NoError(t, err)
@@ -619,29 +630,30 @@ func TestEngine_J2_RepeatAcrossPartsIsOneJob(t *testing.T) {
 		w.Write([]byte("x"))
 	}))
 	t.Cleanup(ts.Close)
-	n := engine.AddFirstPart + 50
+	const firstPart = 256 // the URLs AddFrom stores first, before it reads on
+	n := firstPart + 50
 	urls := make([]string, n)
 	for i := range urls {
 		urls[i] = fmt.Sprintf("%s/f%d.txt", ts.URL, i)
 	}
-	urls = append(urls, urls[0], urls[engine.AddFirstPart+1])                       // one from each part, given again
-	lines := slices.Insert(slices.Clone(urls), engine.AddFirstPart+20, "ftp://x/y") // parsed after the first part is stored
+	urls = append(urls, urls[0], urls[firstPart+1])                       // one from each part, given again
+	lines := slices.Insert(slices.Clone(urls), firstPart+20, "ftp://x/y") // parsed after the first part is stored
 
 	r := newRig(t, engine.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	added := r.eng.Adding()
 	ran := make(chan error, 1)
-	start := func() { go func() { ran <- r.eng.RunUntilIdle(ctx) }() }
-	rep, err := r.eng.AddThen(ctx, "\ufeff"+strings.Join(lines, "\n"), start)
+	go func() { ran <- r.eng.RunUntilIdle(ctx) }()
+	rep, err := r.eng.Add(ctx, "\ufeff"+strings.Join(lines, "\n"))
 	require.NoError(t, err)
 	added()
 	require.NoError(t, <-ran)
 	require.Len(t, rep.Rejected, 1)
-	assert.Equal(t, engine.AddFirstPart+21, rep.Rejected[0].Line, "lines counted on across the parts")
+	assert.Equal(t, firstPart+21, rep.Rejected[0].Line, "lines counted on across the parts")
 
 	assert.Len(t, rep.Queued, n)
-	assert.Equal(t, []string{urls[0], urls[engine.AddFirstPart+1]}, rep.Duplicates)
+	assert.Equal(t, []string{urls[0], urls[firstPart+1]}, rep.Duplicates)
 	assert.Equal(t, []engine.JobState{engine.JobQueued, engine.JobQueued}, rep.DuplicateStates)
 	assert.Len(t, r.jobs(), n)
 	mu.Lock()
@@ -674,7 +686,7 @@ func TestEngine_AddingHoldsRunUntilIdle(t *testing.T) {
 	require.NoError(t, <-ran)
 	jobs := r.jobs()
 	require.Len(t, jobs, 1)
-	assert.Equal(t, storage.StateDone, jobs[0].State, jobs[0].LastError)
+	assert.Equal(t, engine.JobDone, jobs[0].State, jobs[0].LastError)
 }
 
 func hostOf(t *testing.T, u string) string {
@@ -694,16 +706,16 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 		a := r.eng.Active()
 		return len(a) == 1 && a[0].Bytes > 64<<10 && a[0].Size == 3<<19
 	}, 30*time.Second, 10*time.Millisecond)
-	j, err := r.db.JobByURL(context.Background(), u)
+	j, err := r.jobByURL(u)
 	require.NoError(t, err)
-	assert.Equal(t, storage.StateActive, j.State)
+	assert.Equal(t, engine.JobActive, j.State)
 	assert.NotEmpty(t, j.Part, "the part is recorded while the download runs")
 	assert.Equal(t, int64(3<<19), j.Size)
 	stop()
 
-	j, err = r.db.JobByURL(context.Background(), u)
+	j, err = r.jobByURL(u)
 	require.NoError(t, err)
-	assert.Equal(t, storage.StateQueued, j.State, "stopping requeues the job")
+	assert.Equal(t, engine.JobQueued, j.State, "stopping requeues the job")
 	require.NotEmpty(t, j.Part)
 	fi, err := os.Stat(filepath.Join(r.dir, j.Part))
 	require.NoError(t, err)
@@ -717,17 +729,17 @@ func TestEngine_F5_PartRecordedAtStartAndResumed(t *testing.T) {
 func TestEngine_F5_SmallSlowBodyPartRecordedAndResumed(t *testing.T) {
 	r, srv, u, stop := runOneSlowFile(t, 48<<10, 16<<10, 6)
 	require.Eventually(t, func() bool {
-		j, err := r.db.JobByURL(context.Background(), u)
-		return err == nil && j.State == storage.StateActive && j.Part != ""
+		j, err := r.jobByURL(u)
+		return err == nil && j.State == engine.JobActive && j.Part != ""
 	}, 30*time.Second, 10*time.Millisecond, "the part of a slow small body is recorded while it arrives")
 	require.Eventually(t, func() bool {
 		a := r.eng.Active()
 		return len(a) == 1 && a[0].Bytes >= 8<<10
 	}, 30*time.Second, 10*time.Millisecond)
 	stop()
-	j, err := r.db.JobByURL(context.Background(), u)
+	j, err := r.jobByURL(u)
 	require.NoError(t, err)
-	require.Equal(t, storage.StateQueued, j.State)
+	require.Equal(t, engine.JobQueued, j.State)
 	require.Positive(t, j.Bytes)
 	assertResumedFrom(t, r, srv, u, j.Bytes)
 }
@@ -756,9 +768,9 @@ func runOneSlowFile(t *testing.T, size, rate int, seed int64) (r *rig, srv *demo
 func assertResumedFrom(t *testing.T, r *rig, srv *demo.Server, u string, from int64) {
 	t.Helper()
 	r.runIdle()
-	j, err := r.db.JobByURL(context.Background(), u)
+	j, err := r.jobByURL(u)
 	require.NoError(t, err)
-	require.Equal(t, storage.StateDone, j.State, j.LastError)
+	require.Equal(t, engine.JobDone, j.State, j.LastError)
 	want, _ := srv.Expected(u)
 	assert.Equal(t, want, sha(t, filepath.Join(r.dir, j.File)))
 	// The demo host logs a request once its handler returns, which can be
@@ -767,42 +779,6 @@ func assertResumedFrom(t *testing.T, r *rig, srv *demo.Server, u string, from in
 	log := srv.Log()
 	require.Len(t, log, 2)
 	assert.Equal(t, fmt.Sprintf("bytes=%d-", from), log[1].Range, "the second request resumes from the part")
-}
-
-// noteCounter counts the part records the engine hands to the store.
-type noteCounter struct {
-	engine.Store
-	notes atomic.Int64
-}
-
-func (c *noteCounter) NoteResume(id int64, r engine.Resume) error {
-	c.notes.Add(1)
-	return c.Store.NoteResume(id, r)
-}
-
-// A small body that lands at once is recorded by its done state alone, not
-// first as a part: 40 downloads of 1 KiB from loopback hosts do not write
-// 40 part records (each would finish within partRecordDelay but on a
-// machine stalled for that long).
-func TestEngine_S5_SmallFastBodiesNotRecordedAsParts(t *testing.T) {
-	srv := startDemo(t, demo.FastConfig(4, 10, 1<<10))
-	base := t.TempDir()
-	db, err := storage.Open(filepath.Join(base, "heed.db"))
-	require.NoError(t, err)
-	defer db.Close()
-	store := &noteCounter{Store: storage.EngineStore(db)}
-	eng, err := engine.New(context.Background(), store, engine.Options{Dir: filepath.Join(base, "dl"), Defaults: fast(), Version: "test"})
-	require.NoError(t, err)
-	defer eng.Close()
-	_, err = eng.Add(context.Background(), strings.Join(srv.URLs(), "\n"))
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	require.NoError(t, eng.RunUntilIdle(ctx))
-	counts, err := db.CountsByState(context.Background())
-	require.NoError(t, err)
-	require.Equal(t, int64(40), counts[storage.StateDone])
-	assert.Less(t, store.notes.Load(), int64(40), "part records of bodies that landed at once")
 }
 
 // G10/S4: while the engine runs, a host's routine changes (its last
@@ -819,7 +795,7 @@ func TestEngine_G9_PersonsPauseStoredWhileIdle(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- r.eng.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	stored := func(host string) (storage.HostRow, bool) {
+	stored := func(host string) (engine.HostState, bool) {
 		hosts, err := r.db.Hosts(context.Background())
 		require.NoError(t, err)
 		for _, h := range hosts {
@@ -827,7 +803,7 @@ func TestEngine_G9_PersonsPauseStoredWhileIdle(t *testing.T) {
 				return h, true
 			}
 		}
-		return storage.HostRow{}, false
+		return engine.HostState{}, false
 	}
 	require.Eventually(t, func() bool {
 		h, ok := stored(hostOf(t, srv.URLs()[0]))
@@ -836,19 +812,19 @@ func TestEngine_G9_PersonsPauseStoredWhileIdle(t *testing.T) {
 	time.Sleep(time.Second) // the queue is empty: the run loop is left waiting for work
 
 	const other = "other.example"
-	r.eng.Core().PauseHost(other, "by hand")
-	require.Eventually(t, func() bool {
-		h, ok := stored(other)
-		return ok && h.Paused && h.PauseReason == "by hand"
-	}, 5*time.Second, 20*time.Millisecond, "the pause is stored while nothing runs")
+	require.NoError(t, r.eng.PauseHost(context.Background(), other, "by hand"))
+	h, ok := stored(other)
+	assert.True(t, ok && h.Paused && h.PauseReason == "by hand", "the pause is stored when the command returns")
 
 	tun := engine.DefaultTunables()
 	tun.Burst = 9
-	require.NoError(t, r.eng.Core().SetHostTunables(other, tun))
-	require.Eventually(t, func() bool {
-		h, _ := stored(other)
-		return strings.Contains(string(h.Tunables), `"burst":9`)
-	}, 5*time.Second, 20*time.Millisecond, "the retune is stored while nothing runs")
+	require.NoError(t, r.eng.SetHostTunables(context.Background(), other, tun))
+	h, _ = stored(other)
+	require.NotNil(t, h.Tunables, "the retune is stored when the command returns")
+	assert.Equal(t, 9, h.Tunables.Burst)
+	events, err := r.db.HostEvents(context.Background(), other, 0)
+	require.NoError(t, err)
+	assert.Len(t, events, 2, "and so are their events")
 }
 
 func TestEngine_G10_RoutineHostStateWrittenWhileRunning(t *testing.T) {
@@ -865,49 +841,48 @@ func TestEngine_G10_RoutineHostStateWrittenWhileRunning(t *testing.T) {
 	}, 10*time.Second, 20*time.Millisecond, "the host's last status is stored while the engine runs")
 }
 
-// stalledFinish holds every FinishJobs until release is closed, as a disk
-// far slower than the network would.
+// stalledFinish holds every Finish until release is closed, as a disk far
+// slower than the network would.
 type stalledFinish struct {
 	engine.Store
-	entered chan struct{} // closed at the first FinishJobs
+	entered chan struct{} // closed at the first Finish
 	once    sync.Once
 	release chan struct{}
 }
 
-func (s *stalledFinish) FinishJobs(ctx context.Context, fs []engine.Finished) ([]error, error) {
+func (s *stalledFinish) Finish(ctx context.Context, end engine.End) error {
 	s.once.Do(func() { close(s.entered) })
 	<-s.release
-	return s.Store.FinishJobs(ctx, fs)
+	return s.Store.Finish(ctx, end)
 }
 
-// S5, G7: while the completer cannot keep up, downloads wait to finish
-// only up to the bound (each holds its part open): no new request is sent
-// once that many finished ones wait beside those in flight, and all go on
-// when the completer catches up.
+// S5: while downloads cannot finish (the database or the disk is slow),
+// they wait only up to a bound beside those in flight (each holds its part
+// open): no new request is sent past it, and all go on when they can.
 func TestEngine_S5_FinishingDownloadsBounded(t *testing.T) {
-	srv := startDemo(t, demo.FastConfig(1, 40, 1<<10))
+	const workers, files = 2, 120
+	bound := 2*workers + 64
+	srv := startDemo(t, demo.FastConfig(1, files, 1<<10))
 	base := t.TempDir()
-	const finishing, workers = 4, 2
 	store := &stalledFinish{entered: make(chan struct{}), release: make(chan struct{})}
 	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
 		func(s engine.Store) engine.Store { store.Store = s; return store }, srv.URLs(),
 		func(o *engine.Options) { o.Workers = workers })
-	eng.SetFinishing(finishing)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- eng.RunUntilIdle(ctx) }()
 
 	<-store.entered
-	require.Eventually(t, func() bool { return srv.Requests() >= finishing+workers }, 30*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Requests() >= int64(bound) }, 30*time.Second, 5*time.Millisecond)
 	time.Sleep(300 * time.Millisecond) // time for any request past the bound to be sent
-	assert.Equal(t, int64(finishing+workers), srv.Requests(), "no request past the finishing downloads and those in flight")
+	assert.Equal(t, int64(bound), srv.Requests(), "no request past the bound of finishing downloads")
 
 	close(store.release)
 	require.NoError(t, <-ran)
-	counts, err := db.CountsByState(context.Background())
+	counts, err := db.Counts(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, int64(40), counts[storage.StateDone])
+	assert.Equal(t, int64(files), counts.Done)
 }
 
 // stampServer answers every request "ok" and returns when each arrived.
@@ -955,7 +930,7 @@ func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
 
 	db, err := storage.Open(dbPath)
 	require.NoError(t, err)
-	eng, err := engine.New(context.Background(), crashedBeforeSaving{storage.EngineStore(db)},
+	eng, err := engine.New(context.Background(), crashedBeforeSaving{db},
 		engine.Options{Dir: dir, Defaults: tun, Version: "test"})
 	require.NoError(t, err)
 	_, err = eng.Add(context.Background(), strings.Join(urls, "\n"))
@@ -974,7 +949,7 @@ func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
 	for _, early := range []bool{true, false} {
 		db, err = storage.Open(dbPath)
 		require.NoError(t, err)
-		eng, err = engine.New(context.Background(), storage.EngineStore(db), engine.Options{Dir: dir, Defaults: tun, Version: "test"})
+		eng, err = engine.New(context.Background(), db, engine.Options{Dir: dir, Defaults: tun, Version: "test"})
 		require.NoError(t, err)
 		ctx, cancel = context.WithCancel(context.Background())
 		go func() { done <- eng.Run(ctx) }()
@@ -995,7 +970,7 @@ func TestEngine_G2_NoFreshBurstAfterACrash(t *testing.T) {
 	seen := arrivals()
 	// Not a timing claim: a bucket restored full would send three more within milliseconds.
 	assert.GreaterOrEqual(t, seen[3].Sub(seen[2]), 900*time.Millisecond, "a token a second, across the crash")
-	v, err := db.GetSetting(context.Background(), "running")
+	v, err := db.Setting(context.Background(), "running")
 	require.NoError(t, err)
 	assert.Equal(t, "false", v, "a run that stopped cleanly says so")
 }

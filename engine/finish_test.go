@@ -41,7 +41,7 @@ func TestEngine_S5_LastDownloadReportedWithoutTheLinger(t *testing.T) {
 				Header: http.Header{"Content-Length": {"1024"}}, ContentLength: 1024,
 				Body: io.NopCloser(strings.NewReader(strings.Repeat("x", 1024))), Request: req}, nil
 		})
-		eng, err := engine.New(context.Background(), storage.EngineStore(db), opt)
+		eng, err := engine.New(context.Background(), db, opt)
 		require.NoError(t, err)
 		defer eng.Close()
 		_, err = eng.Add(context.Background(), "http://a.example/1.bin")

@@ -29,7 +29,8 @@ func compile(t Tunables) *tunables {
 	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60)}
 }
 
-// host is one host's governor (G1–G11), breaker (B1–B6) and job queue.
+// host is one host's governor (G1–G11), breaker (B1–B6) and window of
+// queued jobs (Q1, see frontier.go).
 //
 // Instants are int64 nanoseconds on the core's monotonic clock (see
 // Core.mono), so a wall clock stepped while running neither shortens nor
@@ -37,8 +38,7 @@ func compile(t Tunables) *tunables {
 // exported.
 type host struct {
 	key     string
-	idx     int32 // index in Core.hosts
-	heapIdx int32 // index in Core.heap, -1 when not queued there
+	heapIdx int   // index in Core.heap, -1 when not there
 	dueAt   int64 // heap key: earliest instant the host may dispatch
 
 	own *tunables // nil: follows the core's defaults
@@ -61,8 +61,7 @@ type host struct {
 	br        breaker
 	abandoned []uint64 // Seq of probes declared failed whose in-flight slot was released
 
-	jobs   jobHeap
-	queued int
+	window
 
 	dirty bool
 }
@@ -93,9 +92,9 @@ func (c *Core) retryAfterFloor(ra time.Duration) time.Duration {
 	return satAdd(ra, j)
 }
 
-// drawJitter is G4's spacing draw, uniform in [min, max].
-func (c *Core) drawJitter(t *tunables) time.Duration {
-	lo, hi := t.JitterMin, t.JitterMax
+// drawJitter is G4's spacing draw for h, uniform in [min, max].
+func (c *Core) drawJitter(h *host) time.Duration {
+	lo, hi := h.tun.JitterMin, h.tun.JitterMax
 	if hi <= lo {
 		return lo
 	}
@@ -122,11 +121,15 @@ func (h *host) tokenReadyAt(now time.Time, nowM int64) int64 {
 // global limits, and the reason it cannot dispatch before then (the
 // binding constraint). never means only an event (resume, add, a result)
 // can make it ready. It reads but does not change state.
-func (h *host) due(now time.Time, nowM int64, recovery, probeTimeout int64, hop bool) (int64, WaitReason) {
+func (h *host) due(now time.Time, nowM int64, probeTimeout int64, hop bool) (int64, WaitReason) {
+	recovery := int64(h.tun.RecoveryTimeout)
 	if h.paused {
 		return never, WaitPaused
 	}
-	if !hop && h.queued == 0 {
+	if !hop && len(h.win) == 0 {
+		if h.more {
+			return never, WaitLoading
+		}
 		return never, WaitEmpty
 	}
 	if h.inflight >= h.tun.MaxInflight {
@@ -155,7 +158,7 @@ func (h *host) due(now time.Time, nowM int64, recovery, probeTimeout int64, hop 
 		why = WaitToken // the spacing runs from the next token (see Core.acquire)
 	}
 	if !hop {
-		if nb := h.jobs.min(); nb > due {
+		if nb := h.win[0].due; nb > due {
 			due, why = nb, WaitRetryDelay
 		}
 	}
@@ -253,85 +256,6 @@ func addMono(m int64, d time.Duration) int64 {
 		return never
 	}
 	return m + int64(d)
-}
-
-// jobEntry is one queued job: 24 bytes, so a million fit in ~24 MB.
-type jobEntry struct {
-	notBefore int64
-	id        int64
-	seq       uint32
-}
-
-// jobHeap is a host's queued jobs, a min-heap on (notBefore, seq): due
-// jobs leave in the order they were added. Removed jobs are dropped lazily
-// (Core.jobs is the truth).
-type jobHeap []jobEntry
-
-func (q jobHeap) less(i, j int) bool {
-	if q[i].notBefore != q[j].notBefore {
-		return q[i].notBefore < q[j].notBefore
-	}
-	return q[i].seq < q[j].seq
-}
-
-func (q jobHeap) min() int64 {
-	if len(q) == 0 {
-		return never
-	}
-	return q[0].notBefore
-}
-
-func (q *jobHeap) push(e jobEntry) {
-	*q = append(*q, e)
-	q.up(len(*q) - 1)
-}
-
-func (q *jobHeap) pop() jobEntry {
-	old := *q
-	n := len(old) - 1
-	e := old[0]
-	old[0] = old[n]
-	*q = old[:n]
-	if n > 0 {
-		q.down(0)
-	}
-	return e
-}
-
-func (q jobHeap) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q[i], q[p] = q[p], q[i]
-		i = p
-	}
-}
-
-func (q jobHeap) down(i int) {
-	n := len(q)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && q.less(r, l) {
-			m = r
-		}
-		if !q.less(m, i) {
-			return
-		}
-		q[i], q[m] = q[m], q[i]
-		i = m
-	}
-}
-
-func (q jobHeap) heapify() {
-	for i := len(q)/2 - 1; i >= 0; i-- {
-		q.down(i)
-	}
 }
 
 // retryAfterTooLong is the pause reason of a Retry-After longer than max:

@@ -321,7 +321,7 @@ func TestGovernor_G9_Pause(t *testing.T) {
 	s := h.snap("a")
 	assert.True(t, s.Paused)
 	assert.Equal(t, "user", s.PauseReason)
-	assert.Equal(t, 2, s.Queued, "pausing loses no queued job")
+	assert.Equal(t, 2, h.q.queued("a"), "pausing loses no queued job")
 	assert.Equal(t, WaitPaused, s.Waiting)
 	h.observe(inflight, 200, "") // in-flight requests finish normally
 	assert.Equal(t, 0, h.snap("a").Inflight)
@@ -368,7 +368,7 @@ func TestGovernor_G10_RestartKeepsGate(t *testing.T) {
 	h2 := newHarness(t, tun)
 	h2.now = h.now.Add(10 * time.Minute)
 	h2.c.RestoreHost(exported, h2.now)
-	h2.c.Add(2, "a", time.Time{})
+	h2.add(2, "a", time.Time{})
 	s := h2.snap("a")
 	assert.Equal(t, exported.Gate.Sub(h2.now), s.GateIn, "the remaining wait is kept exactly")
 	assert.Equal(t, Open, s.Breaker, "B6: the breaker state survives a restart")
@@ -477,7 +477,7 @@ func TestGovernor_G11_SnapshotValues(t *testing.T) {
 	assert.Equal(t, 3, s.Burst)
 	assert.Equal(t, 2, s.Inflight)
 	assert.Equal(t, 2, s.MaxInflight)
-	assert.Equal(t, 3, s.Queued)
+	assert.Equal(t, 3, h.q.queued("a"))
 	assert.Equal(t, WaitInflightCap, s.Waiting)
 	h.observe(got[0], 200, "")
 	h.observe(got[1], 200, "")
@@ -507,13 +507,13 @@ func TestGovernor_G11_WaitReasons(t *testing.T) {
 		{"paused", func(h *harness) { h.c.PauseHost("a", "x") }, WaitPaused},
 		{"breaker", func(h *harness) { h.c.TripBreaker("a") }, WaitBreaker},
 		{"gate", func(h *harness) { h.observe(h.mustNext(), 200, "9"); h.addN("a", 3, 1) }, WaitGate},
-		{"retry delay", func(h *harness) { h.c.Add(1, "a", h.now.Add(time.Minute)) }, WaitRetryDelay},
+		{"retry delay", func(h *harness) { h.add(1, "a", h.now.Add(time.Minute)) }, WaitRetryDelay},
 		{"global cap", func(h *harness) {
 			h.c.SetGlobalInflight(1)
-			h.c.Add(99, "b", time.Time{})
-			h.c.Remove(1)
+			h.add(99, "b", time.Time{})
+			h.remove(1)
 			h.mustNext()
-			h.c.Add(1, "a", time.Time{})
+			h.add(1, "a", time.Time{})
 		}, WaitGlobalCap},
 	}
 	for _, tc := range cases {
@@ -521,7 +521,7 @@ func TestGovernor_G11_WaitReasons(t *testing.T) {
 			h := newHarness(t, fast())
 			h.addN("a", 1, 1)
 			h.addN("a", 2, 1)
-			h.c.Remove(2)
+			h.remove(2)
 			tc.setup(h)
 			assert.Equal(t, tc.want, h.snap("a").Waiting)
 			assert.NotEmpty(t, tc.want.String())

@@ -30,6 +30,11 @@ type HostState struct {
 	Tokens     float64
 	TokensAt   time.Time
 	SpaceUntil time.Time
+
+	// Counts are the host's jobs by state, kept by the Store with each
+	// transition; the core reads only whether it has jobs queued.
+	Counts    Counts
+	UpdatedAt time.Time
 }
 
 // ExportHost returns host's persistent state with its gate and breaker
@@ -39,7 +44,7 @@ type HostState struct {
 func (c *Core) ExportHost(host string) (HostState, bool) {
 	c.mu.Lock()
 	defer c.unlock()
-	h := c.lookup(host)
+	h := c.byKey[host]
 	if h == nil {
 		return HostState{}, false
 	}
@@ -117,6 +122,9 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 	}
 	if h.br.state != Closed && h.br.openedAt == noTime {
 		h.br.openedAt = nowM
+	}
+	if s.Counts.Queued > 0 && len(h.win) == 0 {
+		h.more = true // its queue is in storage: the first refill reads it
 	}
 	c.place(h, now, nowM)
 	c.unlock()

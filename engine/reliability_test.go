@@ -42,7 +42,6 @@ import (
 	"heed/engine"
 	"heed/engine/fetch"
 	"heed/engine/internal/testca"
-	"heed/storage"
 )
 
 // ---- rig ----
@@ -137,7 +136,7 @@ func (r *relRig) runUntil(cond func() bool) {
 }
 
 // job returns the only job.
-func (r *relRig) job() storage.Job {
+func (r *relRig) job() engine.Job {
 	r.t.Helper()
 	jobs := r.jobs()
 	require.Len(r.t, jobs, 1)
@@ -145,23 +144,23 @@ func (r *relRig) job() storage.Job {
 }
 
 // hist returns every attempt, oldest first.
-func (r *relRig) hist() []storage.Attempt {
+func (r *relRig) hist() []engine.Attempt {
 	r.t.Helper()
-	h := r.history(storage.HistoryFilter{})
+	h := r.history(engine.HistoryQuery{})
 	slices.Reverse(h)
 	return h
 }
 
 // hostHist returns the attempts to host, oldest first.
-func (r *relRig) hostHist(host string) []storage.Attempt {
+func (r *relRig) hostHist(host string) []engine.Attempt {
 	r.t.Helper()
-	h := r.history(storage.HistoryFilter{Host: host})
+	h := r.history(engine.HistoryQuery{Host: host})
 	slices.Reverse(h)
 	return h
 }
 
 // outcomes renders history as "outcome status" lines, oldest first.
-func outcomes(h []storage.Attempt) []string {
+func outcomes(h []engine.Attempt) []string {
 	out := make([]string, len(h))
 	for i, a := range h {
 		out[i] = fmt.Sprintf("%s %d", a.Outcome, a.Status)
@@ -370,14 +369,14 @@ func TestReliability_A01_A06_HostileNames(t *testing.T) {
 
 			assert.Equal(t, map[string]string{tc.want: "payload", "sub": "->" + r.outside}, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, tc.want, j.File)
 			assert.Equal(t, hexSHA("payload"), j.SHA256)
 			assert.Empty(t, j.LastError)
 			h := r.hist()
 			assert.Equal(t, []string{"ok 200"}, outcomes(h))
-			assert.Equal(t, "closed", h[0].BreakerState)
-			assert.Zero(t, h[0].BackoffLevel)
+			assert.Equal(t, "closed", h[0].Breaker.String())
+			assert.Zero(t, h[0].Level)
 		})
 	}
 }
@@ -403,7 +402,7 @@ func TestReliability_A07_RedirectNameFromUserURL(t *testing.T) {
 
 			assert.Equal(t, map[string]string{"tool.tar.gz": "data"}, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, "tool.tar.gz", j.File)
 			h := r.hist()
 			assert.Equal(t, []string{"redirect 302", "redirect 301", "ok 200"}, outcomes(h))
@@ -437,7 +436,7 @@ func TestReliability_A08_RedirectToOtherSchemeRefused(t *testing.T) {
 
 			assert.Empty(t, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateFailed, j.State)
+			assert.Equal(t, engine.JobFailed, j.State)
 			assert.Contains(t, j.LastError, "refused")
 			assert.Equal(t, 1, j.Attempts, "not retried")
 			h := r.hist()
@@ -463,7 +462,7 @@ func TestReliability_A09_NeverOverwrite(t *testing.T) {
 		"src.tar.gz": "my archive", "src (1).tar.gz": "new /src.tar.gz"}, r.files())
 	files := map[string]string{}
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 		files[j.URL] = j.File
 	}
 	assert.Equal(t, map[string]string{srv.URL + "/a.txt": "a (2).txt", srv.URL + "/src.tar.gz": "src (1).tar.gz"}, files)
@@ -471,10 +470,10 @@ func TestReliability_A09_NeverOverwrite(t *testing.T) {
 }
 
 // A10: a symlink planted at the name or at name.part (pointing outside, or
-// dangling) is never written through. A small body never has a part name,
-// so one planted there is only left alone.
+// dangling) is never written through: the part takes the next free part
+// name, the file the next free name.
 func TestReliability_A10_SymlinkPlanted(t *testing.T) {
-	cases := []struct{ name, plant, to, small string }{
+	cases := []struct{ name, plant, to, want string }{
 		{"at name to outside file", "a.txt", "outside", "a (1).txt"},
 		{"at name dangling", "a.txt", "dangling", "a (1).txt"},
 		{"at part to outside file", "a.txt.part", "outside", "a.txt"},
@@ -482,10 +481,7 @@ func TestReliability_A10_SymlinkPlanted(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, payload := range []string{"payload", strings.Repeat("payload ", 10<<10)} {
-			want := "a (1).txt"
-			if len(payload) < 64<<10 {
-				want = tc.small
-			}
+			want := tc.want
 			t.Run(fmt.Sprintf("%s/%d bytes", tc.name, len(payload)), func(t *testing.T) {
 				r := newRel(t, engine.Options{})
 				target := filepath.Join(r.outside, "target.txt")
@@ -499,7 +495,7 @@ func TestReliability_A10_SymlinkPlanted(t *testing.T) {
 
 				assert.Equal(t, map[string]string{tc.plant: "->" + target, want: payload}, r.files())
 				j := r.job()
-				assert.Equal(t, storage.StateDone, j.State, j.LastError)
+				assert.Equal(t, engine.JobDone, j.State, j.LastError)
 				assert.Equal(t, want, j.File)
 				assert.Equal(t, []string{"ok 200"}, outcomes(r.hist()))
 				assert.NoFileExists(t, filepath.Join(r.outside, "new.txt"))
@@ -533,7 +529,7 @@ func TestReliability_B11_HugeContentLengthRefused(t *testing.T) {
 
 			assert.Empty(t, r.files(), "not even a part file")
 			j := r.job()
-			assert.Equal(t, storage.StateFailed, j.State)
+			assert.Equal(t, engine.JobFailed, j.State)
 			assert.Contains(t, j.LastError, tc.reason)
 			assert.Empty(t, j.Part)
 			h := r.hist()
@@ -573,7 +569,7 @@ func TestReliability_B12_EndlessBodyCut(t *testing.T) {
 
 			files := r.files()
 			j := r.job()
-			assert.Equal(t, storage.StateFailed, j.State)
+			assert.Equal(t, engine.JobFailed, j.State)
 			assert.Contains(t, j.LastError, tc.reason)
 			if tc.part {
 				require.Equal(t, []string{"stream.part"}, keys(files), "no final file")
@@ -619,7 +615,7 @@ func TestReliability_B13_GzipSavedAsSent(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"src.tar.gz": wire.String()}, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, hexSHA(wire.String()), j.SHA256)
 	assert.Equal(t, int64(wire.Len()), j.Bytes)
 	assert.Equal(t, []string{"ok 200"}, outcomes(r.hist()))
@@ -645,7 +641,7 @@ func TestReliability_B14_ShortBody(t *testing.T) {
 
 		assert.Equal(t, map[string]string{"f.bin": content}, r.files())
 		j := r.job()
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 		assert.Equal(t, hexSHA(content), j.SHA256)
 		h := r.hist()
 		assert.Equal(t, []string{"retry 200", "ok 206"}, outcomes(h))
@@ -665,7 +661,7 @@ func TestReliability_B14_ShortBody(t *testing.T) {
 
 		assert.Equal(t, map[string]string{"f.bin.part": content[:40]}, r.files(), "part kept, no final file")
 		j := r.job()
-		assert.Equal(t, storage.StateFailed, j.State)
+		assert.Equal(t, engine.JobFailed, j.State)
 		assert.Contains(t, j.LastError, "gave up after 2 attempts")
 		assert.Equal(t, "f.bin.part", j.Part)
 		assert.Equal(t, int64(40), j.Bytes)
@@ -699,7 +695,7 @@ func TestReliability_B15_MalformedFraming(t *testing.T) {
 
 			assert.Empty(t, r.files(), "no final file, and no empty part left behind by the failed job")
 			j := r.job()
-			assert.Equal(t, storage.StateFailed, j.State)
+			assert.Equal(t, engine.JobFailed, j.State)
 			assert.Contains(t, j.LastError, "gave up after 2 attempts")
 			assert.Empty(t, j.Part)
 			h := r.hist()
@@ -708,7 +704,7 @@ func TestReliability_B15_MalformedFraming(t *testing.T) {
 			assert.Equal(t, "failed", h[1].Outcome)
 			for _, a := range h {
 				assert.NotEmpty(t, a.Error)
-				assert.Equal(t, "closed", a.BreakerState)
+				assert.Equal(t, "closed", a.Breaker.String())
 			}
 			assert.Equal(t, int32(2), count.Load())
 		})
@@ -730,7 +726,7 @@ func TestReliability_B16_ControlCharsInPastedURL(t *testing.T) {
 	assert.Equal(t, map[string]string{"good.txt": "ok"}, r.files())
 	j := r.job()
 	assert.Equal(t, srv.URL+"/good.txt", j.URL)
-	assert.Equal(t, storage.StateDone, j.State)
+	assert.Equal(t, engine.JobDone, j.State)
 	assert.Equal(t, []string{"/good.txt"}, paths(srv.seen()))
 	assert.Equal(t, []string{"ok 200"}, outcomes(r.hist()))
 }
@@ -760,7 +756,7 @@ func TestReliability_C17_RangeIgnoredRestarts(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"f.bin": content}, r.files(), "never appended to the old part")
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, hexSHA(content), j.SHA256)
 	assert.Equal(t, int64(1000), j.Bytes)
 	assert.Equal(t, []string{"retry 200", "ok 200"}, outcomes(r.hist()))
@@ -832,7 +828,7 @@ func TestReliability_C18_MismatchedContentRange(t *testing.T) {
 
 			assert.Equal(t, map[string]string{"f.bin": content}, r.files(), "nothing spliced at the wrong offset")
 			j := r.job()
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, hexSHA(content), j.SHA256)
 			h := r.hist()
 			assert.Equal(t, []string{"retry 200", "restart 206", "ok 200"}, outcomes(h))
@@ -862,7 +858,7 @@ func TestReliability_C19_RemoteChanged(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"f.bin": v2}, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, hexSHA(v2), j.SHA256)
 	assert.Equal(t, []string{"retry 200", "ok 200"}, outcomes(r.hist()))
 	s := srv.seen()
@@ -889,7 +885,7 @@ func TestReliability_C20_416Completes(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"f.bin": content}, r.files(), "the error page is not appended")
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, hexSHA(content), j.SHA256)
 	assert.Equal(t, []string{"retry 200", "ok 416"}, outcomes(r.hist()))
 	assert.Equal(t, "bytes=1000-", srv.seen()[1].Range)
@@ -922,7 +918,7 @@ func TestReliability_C21_WeakETag(t *testing.T) {
 
 			assert.Equal(t, map[string]string{"f.bin": content}, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, hexSHA(content), j.SHA256)
 			assert.Equal(t, []string{"retry 200", tc.last}, outcomes(r.hist()))
 			s := srv.seen()
@@ -957,13 +953,13 @@ func TestReliability_D22_RetryAfterParsing(t *testing.T) {
 
 			assert.Equal(t, map[string]string{"f.txt": "ok"}, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, 1, j.Throttled)
 			h := r.hist()
 			require.Equal(t, []string{"throttled 429", "ok 200"}, outcomes(h))
 			assert.Zero(t, h[0].RetryAfter, "ignored as if absent")
-			assert.Equal(t, 1, h[0].BackoffLevel, "the host's own backoff applies")
-			assert.Equal(t, "closed", h[0].BreakerState)
+			assert.Equal(t, 1, h[0].Level, "the host's own backoff applies")
+			assert.Equal(t, "closed", h[0].Breaker.String())
 			evs, err := r.db.HostEvents(context.Background(), hostOf(t, srv.URL), 0)
 			require.NoError(t, err)
 			for _, e := range evs {
@@ -983,7 +979,7 @@ func TestReliability_D22_RetryAfterParsing(t *testing.T) {
 		r.add(base + "/f.txt")
 		r.run()
 		j := r.job()
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 		h := r.hist()
 		require.Equal(t, []string{"throttled 429", "ok 200"}, outcomes(h))
 		assert.Equal(t, time.Second, h[0].RetryAfter)
@@ -1000,7 +996,7 @@ func TestReliability_D22_RetryAfterParsing(t *testing.T) {
 
 		assert.Empty(t, r.files())
 		j := r.job()
-		assert.Equal(t, storage.StateQueued, j.State)
+		assert.Equal(t, engine.JobQueued, j.State)
 		assert.Equal(t, 1, j.Throttled)
 		h := r.hist()
 		require.Equal(t, []string{"throttled 429"}, outcomes(h))
@@ -1031,18 +1027,18 @@ func TestReliability_D23_PastDateMeansZero(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"f.txt": "ok"}, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, 2, j.Throttled)
 	h := r.hist()
 	require.Equal(t, []string{"throttled 429", "throttled 429", "ok 200"}, outcomes(h))
 	assert.Zero(t, h[0].RetryAfter)
 	assert.Zero(t, h[1].RetryAfter)
-	assert.Equal(t, []int{1, 2}, []int{h[0].BackoffLevel, h[1].BackoffLevel}, "backoff grows regardless")
+	assert.Equal(t, []int{1, 2}, []int{h[0].Level, h[1].Level}, "backoff grows regardless")
 	evs, err := r.db.HostEvents(context.Background(), hostOf(t, srv.URL), 0)
 	require.NoError(t, err)
 	throttles := 0
 	for _, e := range evs {
-		if e.Kind == "throttle" {
+		if e.Kind == engine.EventThrottle {
 			throttles++
 			assert.Contains(t, e.Detail, "Retry-After 0s")
 		}
@@ -1080,7 +1076,7 @@ func TestReliability_D24_ThrottleStorm(t *testing.T) {
 		r.run()
 
 		for _, j := range r.jobs() {
-			assert.Equal(t, storage.StateDone, j.State, "%s: %s", j.URL, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, "%s: %s", j.URL, j.LastError)
 		}
 		files := r.files()
 		assert.Equal(t, "finally", files["s.txt"])
@@ -1094,22 +1090,22 @@ func TestReliability_D24_ThrottleStorm(t *testing.T) {
 			assert.Equal(t, "throttled", a.Outcome)
 			assert.Equal(t, 429, a.Status)
 			assert.Zero(t, a.RetryAfter)
-			levels = append(levels, a.BackoffLevel)
-			breaker = append(breaker, a.BreakerState)
+			levels = append(levels, a.Level)
+			breaker = append(breaker, a.Breaker.String())
 		}
 		assert.Equal(t, []int{1, 2, 3, 4, 5, 6}, levels, "G5: each throttle raises the level")
 		assert.Equal(t, []string{"closed", "closed", "open", "open", "open", "open"}, breaker,
 			"B1: open at the 3rd consecutive failure; each half-open probe that fails opens it again")
 		assert.Equal(t, "ok", h[storm].Outcome)
-		assert.Equal(t, "closed", h[storm].BreakerState, "the successful probe closes it")
+		assert.Equal(t, "closed", h[storm].Breaker.String(), "the successful probe closes it")
 		assert.Len(t, stormy.seen(), storm+1)
 
 		ch := r.hostHist(hostOf(t, calm.URL))
 		require.Len(t, ch, 5)
 		for _, a := range ch {
 			assert.Equal(t, "ok", a.Outcome)
-			assert.Zero(t, a.BackoffLevel)
-			assert.Equal(t, "closed", a.BreakerState)
+			assert.Zero(t, a.Level)
+			assert.Equal(t, "closed", a.Breaker.String())
 		}
 		snap, ok := r.eng.Core().HostSnapshot(hostOf(t, calm.URL))
 		require.True(t, ok)
@@ -1146,14 +1142,14 @@ func TestReliability_D24_ThrottleStorm(t *testing.T) {
 		r.run()
 
 		for _, j := range r.jobs() {
-			assert.Equal(t, storage.StateDone, j.State, j.LastError)
+			assert.Equal(t, engine.JobDone, j.State, j.LastError)
 			assert.Equal(t, 1, j.Throttled)
 		}
 		h := r.hist()
 		require.Len(t, h, 2*burst)
 		for _, a := range h {
 			if a.Outcome == "throttled" {
-				assert.Equal(t, 1, a.BackoffLevel, "G6: one burst raises the level once")
+				assert.Equal(t, 1, a.Level, "G6: one burst raises the level once")
 			}
 		}
 		assert.Len(t, r.files(), burst)
@@ -1193,14 +1189,14 @@ func TestReliability_D25_RetryAfterADay(t *testing.T) {
 
 		assert.Empty(t, r.files())
 		j := r.job()
-		assert.Equal(t, storage.StateQueued, j.State)
+		assert.Equal(t, engine.JobQueued, j.State)
 		assert.Equal(t, 1, j.Throttled)
 		assert.Contains(t, j.LastError, "503")
 		assert.Greater(t, time.Until(j.NotBefore), 23*time.Hour)
 		h := r.hist()
 		require.Equal(t, []string{"throttled 503"}, outcomes(h))
 		assert.Equal(t, 24*time.Hour, h[0].RetryAfter)
-		assert.Equal(t, 1, h[0].BackoffLevel)
+		assert.Equal(t, 1, h[0].Level)
 	})
 	t.Run("over max_retry_after pauses", func(t *testing.T) {
 		tun := fast()
@@ -1219,7 +1215,7 @@ func TestReliability_D25_RetryAfterADay(t *testing.T) {
 		assert.True(t, snap.Paused)
 		assert.Contains(t, snap.PauseReason, "Retry-After 24h0m0s exceeds max_retry_after 1h0m0s")
 		for _, j := range r.jobs() {
-			assert.Equal(t, storage.StateQueued, j.State, "pausing never loses a job")
+			assert.Equal(t, engine.JobQueued, j.State, "pausing never loses a job")
 		}
 		h := r.hist()
 		require.NotEmpty(t, h)
@@ -1251,7 +1247,7 @@ func TestReliability_E26_NoHeadersTimesOut(t *testing.T) {
 
 	assert.Empty(t, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Equal(t, engine.JobFailed, j.State)
 	assert.Contains(t, j.LastError, "gave up after 3 attempts")
 	assert.Contains(t, j.LastError, "timeout")
 	h := r.hist()
@@ -1259,7 +1255,7 @@ func TestReliability_E26_NoHeadersTimesOut(t *testing.T) {
 	var breaker []string
 	for _, a := range h {
 		assert.Contains(t, a.Error, "timeout")
-		breaker = append(breaker, a.BreakerState)
+		breaker = append(breaker, a.Breaker.String())
 	}
 	assert.Equal(t, []string{"closed", "open", "open"}, breaker, "timeouts count as breaker failures")
 	assert.Equal(t, int32(3), count.Load())
@@ -1286,7 +1282,7 @@ func TestReliability_E27_TrickleAndIdle(t *testing.T) {
 
 		assert.Equal(t, map[string]string{"slow.bin": content}, r.files())
 		j := r.job()
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 		h := r.hist()
 		require.Equal(t, []string{"ok 200"}, outcomes(h), "not killed")
 		assert.Greater(t, h[0].Duration, idle, "the download lasted longer than the idle timeout")
@@ -1309,7 +1305,7 @@ func TestReliability_E27_TrickleAndIdle(t *testing.T) {
 
 		assert.Equal(t, map[string]string{"f.bin": content}, r.files())
 		j := r.job()
-		assert.Equal(t, storage.StateDone, j.State, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, j.LastError)
 		h := r.hist()
 		require.Equal(t, []string{"retry 200", "ok 206"}, outcomes(h))
 		assert.Contains(t, h[0].Error, "idle timeout")
@@ -1361,13 +1357,13 @@ func TestReliability_E28_BadCertificates(t *testing.T) {
 
 			assert.Empty(t, r.files())
 			j := r.job()
-			assert.Equal(t, storage.StateFailed, j.State)
+			assert.Equal(t, engine.JobFailed, j.State)
 			assert.Contains(t, j.LastError, "certificate")
 			assert.Equal(t, 1, j.Attempts, "not retried")
 			h := r.hist()
 			require.Equal(t, []string{"failed 0"}, outcomes(h))
-			assert.Equal(t, "closed", h[0].BreakerState)
-			assert.Zero(t, h[0].BackoffLevel)
+			assert.Equal(t, "closed", h[0].Breaker.String())
+			assert.Zero(t, h[0].Level)
 			assert.Equal(t, int32(0), hits.Load())
 			snap, _ := r.eng.Core().HostSnapshot(hostOf(t, ts.URL))
 			assert.Zero(t, snap.Failures, "a certificate error is not the host's failure")
@@ -1392,7 +1388,7 @@ func TestReliability_E29_ResetMidBodyResumes(t *testing.T) {
 
 	assert.Equal(t, map[string]string{"f.bin": content}, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateDone, j.State, j.LastError)
+	assert.Equal(t, engine.JobDone, j.State, j.LastError)
 	assert.Equal(t, hexSHA(content), j.SHA256)
 	assert.Equal(t, 2, j.Attempts)
 	h := r.hist()
@@ -1416,7 +1412,7 @@ func TestReliability_E30_RedirectLoop(t *testing.T) {
 
 	assert.Empty(t, r.files())
 	j := r.job()
-	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Equal(t, engine.JobFailed, j.State)
 	assert.Contains(t, j.LastError, "10 redirects")
 	h := r.hist()
 	require.Len(t, h, fetch.MaxHops+1)
@@ -1437,8 +1433,7 @@ func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
 	tun := fast()
 	tun.Retry.Jitter = false
 	tun.Retry.Base, tun.Retry.Max = 200*time.Millisecond, 200*time.Millisecond
-	r := newRel(t, engine.Options{Defaults: tun})
-	r.eng.SetFinishing(4) // saturated at 4 beyond the requests in flight, to be reached at once
+	r := newRel(t, engine.Options{Defaults: tun, Workers: 4}) // the attempts a run holds at once: 2·4 + 64
 
 	var gateEnds atomic.Int64 // when b's Retry-After ends, unix nanoseconds
 	b := newServer(t, func(w http.ResponseWriter, req *http.Request, n int) {
@@ -1463,8 +1458,8 @@ func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
 		io.WriteString(w, "from c")
 	})
 	urls := []string{c.URL + "/c.txt"}
-	for i := range 40 {
-		urls = append(urls, fmt.Sprintf("%s/r/%02d.txt", a.URL, i))
+	for i := range 120 { // more than a run holds attempts at once
+		urls = append(urls, fmt.Sprintf("%s/r/%03d.txt", a.URL, i))
 	}
 	r.add(urls...)
 	r.run()
@@ -1474,13 +1469,13 @@ func TestReliability_L3_RedirectsToAWaitingHostBlockNoOther(t *testing.T) {
 	files := r.files()
 	assert.Equal(t, "from c", files["c.txt"])
 	for _, j := range r.jobs() {
-		assert.Equal(t, storage.StateDone, j.State, "%s: %s", j.URL, j.LastError)
+		assert.Equal(t, engine.JobDone, j.State, "%s: %s", j.URL, j.LastError)
 		if strings.HasPrefix(j.URL, a.URL) {
 			assert.Equal(t, "from b /files/"+path.Base(j.URL), files[path.Base(j.URL)])
 			assert.Equal(t, 1, j.Attempts, "%s: one attempt, which waited for b", j.URL)
 		}
 	}
-	assert.Len(t, b.seen(), 41, "b's 429, then each file once")
+	assert.Len(t, b.seen(), 121, "b's 429, then each file once")
 }
 
 // A10, F5: an attempt that fails before it could open its part (here the
@@ -1502,17 +1497,17 @@ func TestReliability_A10_PartWithBytesKeptWhenItCannotBeOpened(t *testing.T) {
 	r.add(srv.URL + "/f.bin")
 	r.run()
 	j := r.job()
-	require.Equal(t, storage.StateFailed, j.State)
+	require.Equal(t, engine.JobFailed, j.State)
 	require.Equal(t, "f.bin.part", j.Part)
 	require.Equal(t, content[:70<<10], r.files()["f.bin.part"], "the cut body's part is kept")
 
 	require.NoError(t, os.Link(filepath.Join(r.dir, "f.bin.part"), filepath.Join(r.dir, "linked")))
-	_, err := r.eng.RetryURLs(context.Background(), []string{srv.URL + "/f.bin"})
+	_, err := r.eng.RetryJobs(context.Background(), []int64{j.ID})
 	require.NoError(t, err)
 	r.run()
 
 	j = r.job()
-	assert.Equal(t, storage.StateFailed, j.State)
+	assert.Equal(t, engine.JobFailed, j.State)
 	assert.Contains(t, j.LastError, "linked elsewhere")
 	assert.Equal(t, content[:70<<10], r.files()["f.bin.part"], "its bytes are kept")
 	assert.Equal(t, "f.bin.part", j.Part)

@@ -203,8 +203,8 @@ func TestRetry_R4_WaitsForMaxOfDelayGateBreaker(t *testing.T) {
 	h.addN("a", 1, 1)
 	d := h.mustNext()
 	h.observe(d, 200, "30") // gate: now+30s (floor)
-	h.c.Add(2, "a", t0.Add(10*time.Second))
-	h.c.Add(3, "b", t0.Add(10*time.Second))
+	h.add(2, "a", t0.Add(10*time.Second))
+	h.add(3, "b", t0.Add(10*time.Second))
 	h.advance(10 * time.Second)
 	got := h.mustNext()
 	assert.Equal(t, int64(3), got.JobID, "b has no gate: its retry delay alone decides")
@@ -213,7 +213,7 @@ func TestRetry_R4_WaitsForMaxOfDelayGateBreaker(t *testing.T) {
 	h.now = wake
 	assert.Equal(t, int64(2), h.mustNext().JobID)
 
-	h.c.Add(4, "a", h.now.Add(time.Second))
+	h.add(4, "a", h.now.Add(time.Second))
 	h.c.TripBreaker("a")
 	wake = h.none()
 	assert.Equal(t, h.now.Add(DefaultTunables().RecoveryTimeout), wake, "then the breaker, later still")
@@ -229,7 +229,7 @@ func TestRetry_R5_GivesUpWithLastError(t *testing.T) {
 		dec := h.c.Observe(d, Outcome{Class: ClassTimeout, Err: errors.New("header timeout"), Attempts: n}, h.now)
 		if n < pol.MaxAttempts {
 			require.True(t, dec.Retry, "attempt %d", n)
-			h.c.Add(1, "a", dec.NotBefore)
+			h.add(1, "a", dec.NotBefore)
 			continue
 		}
 		assert.True(t, dec.Fail)
@@ -238,7 +238,7 @@ func TestRetry_R5_GivesUpWithLastError(t *testing.T) {
 		assert.Contains(t, dec.Reason, "5 attempts")
 	}
 	// "retry" from the UI: a fresh budget is a fresh Attempts count.
-	h.c.Add(1, "a", time.Time{})
+	h.add(1, "a", time.Time{})
 	h.now = h.now.Add(time.Hour)
 	d := h.mustNext()
 	dec := h.c.Observe(d, Outcome{Class: ClassTimeout, Attempts: 1}, h.now)

@@ -20,9 +20,10 @@ const (
 	WaitGlobalCap                     // global in-flight or rate limit (L1, L2)
 	WaitEmpty                         // nothing queued
 	WaitRetryDelay                    // its jobs wait for their retry delay (R4)
+	WaitLoading                       // its next jobs are being read from storage (Q1)
 )
 
-var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay"}
+var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay", "loading"}
 
 // String returns a short name such as "token" or "inflight-cap".
 func (w WaitReason) String() string {
@@ -59,18 +60,18 @@ type HostSnapshot struct {
 	Paused      bool
 	PauseReason string
 	LastStatus  int
-	Queued      int
 	Waiting     WaitReason
 	NextDue     time.Time // when it may dispatch; zero when only an event helps
 }
 
 // Stats are the global figures (L1, L2).
 type Stats struct {
-	Hosts, Queued         int
+	Hosts                 int
+	Windowed              int // queued jobs in the hosts' windows (the rest are in storage)
 	Inflight, InflightCap int
 	GlobalRatePerSec      float64
-	BandwidthBytesPerSec  int64
 	PausedAll             bool
+	Refilling             bool // a window waits for its next jobs from storage
 }
 
 // snapshotChunk is how many hosts Snapshot copies per lock hold, so a
@@ -106,7 +107,7 @@ func (c *Core) SnapshotInto(buf []HostSnapshot, now time.Time) []HostSnapshot {
 // core has never seen.
 func (c *Core) HostSnapshot(host string) (HostSnapshot, bool) {
 	c.mu.Lock()
-	h := c.lookup(host)
+	h := c.byKey[host]
 	var s HostSnapshot
 	if h != nil {
 		now := c.clock()
@@ -120,16 +121,15 @@ func (c *Core) HostSnapshot(host string) (HostSnapshot, bool) {
 func (c *Core) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Hosts: len(c.hosts), Queued: len(c.jobs), Inflight: c.inflight, InflightCap: c.inflightCap,
-		GlobalRatePerSec: c.globalRate, BandwidthBytesPerSec: c.bandwidth, PausedAll: c.pausedAll}
+	return Stats{Hosts: len(c.hosts), Windowed: len(c.jobs), Inflight: c.inflight, InflightCap: c.inflightCap,
+		GlobalRatePerSec: c.globalRate, PausedAll: c.pausedAll, Refilling: len(c.refills) > 0 || c.refillsOut > 0}
 }
 
 func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 	c.advance(h, nowM)
-	c.cleanTop(h)
 	t := h.tun
 	recovery := int64(t.RecoveryTimeout)
-	due, why := h.due(now, nowM, recovery, c.probeTimeout, false)
+	due, why := h.due(now, nowM, c.probeTimeout, false)
 	switch {
 	case c.pausedAll && why != WaitEmpty:
 		why = WaitPaused
@@ -143,7 +143,7 @@ func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 		Inflight: h.inflight, MaxInflight: t.MaxInflight,
 		Breaker: h.br.state, Failures: h.br.failures, ProbeOut: h.br.probeOut,
 		Paused: h.paused, PauseReason: h.pauseReason, LastStatus: h.lastStatus,
-		Queued: h.queued, Waiting: why,
+		Waiting: why,
 	}
 	if h.gate != noTime {
 		s.Gate = c.at(h.gate)

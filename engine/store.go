@@ -3,239 +3,87 @@ package engine
 import (
 	"context"
 	"errors"
-	"io"
-	"time"
 )
 
-// Store is everything the engine keeps durable. The engine defines it and
-// the storage package implements it (storage.EngineStore), so the engine
-// never speaks SQL and can be tested with any Store.
-//
-// Job transitions (StartJobs, FinishJobs, MarkQueued, MarkFailed) must be
-// on disk when they return: the engine acts on a transition only after it
-// is (J3). RecordAttempt, SaveHost and AppendEvent may be batched
-// (S5); Flush waits for them.
-type Store interface {
-	// Enqueue adds URLs that have no job yet and reports, in input order,
-	// which were queued and which already had a job (J2). It returns after
-	// commit (S2).
-	Enqueue(ctx context.Context, jobs []NewJob) ([]Enqueued, error)
-	// Requeue gives done, failed or cancelled jobs a fresh attempt budget (R5).
-	Requeue(ctx context.Context, ids []int64) ([]int64, error)
-	// JobIDsByURL returns the ids of the jobs of these URLs (unknown ones skipped).
-	JobIDsByURL(ctx context.Context, urls []string) ([]int64, error)
-	// ForEachQueued calls fn for every queued job, to fill the scheduler.
-	ForEachQueued(ctx context.Context, fn func(id int64, host string, notBefore time.Time) error) error
-	// Job returns one job.
-	Job(ctx context.Context, id int64) (JobRecord, error)
-	// StartJobs moves queued jobs to active, on disk when it returns,
-	// counting the attempt each starts, and returns them as they now stand,
-	// aligned with ids; a job no longer queued (paused or cancelled
-	// meanwhile, or started already) has a zero ID. Every later transition
-	// finds the job active. MarkQueued with Throttled gives the attempt back
-	// (R3).
-	StartJobs(ctx context.Context, ids []int64) ([]JobRecord, error)
-	// FinishJobs records each attempt (S3) and marks each job done with its
-	// final name, in one commit. The result is aligned with done: a job no
-	// longer active gets an error wrapping ErrNotQueued, its attempt
-	// recorded all the same and its complete part recorded for a resume. A
-	// job marked done whose Completed has a Part or is Held is listed as
-	// unnamed, in the same commit, until Named clears it.
-	FinishJobs(ctx context.Context, done []Finished) ([]error, error)
-	// Unnamed returns the downloads FinishJobs listed and Named has not
-	// cleared: a crash came between the commit and the renaming.
-	Unnamed(ctx context.Context) ([]Unnamed, error)
-	// Interrupted returns the jobs a crash left active, queued again when
-	// the database was opened after it (S2), until ClearInterrupted clears
-	// them.
-	Interrupted(ctx context.Context) ([]Interrupted, error)
-	ClearInterrupted(ctx context.Context, ids []int64) error
-	// Named clears downloads listed as unnamed once their parts have their
-	// names (or could not get them); it may be batched like RecordAttempt.
-	Named(ns []Named) error
-	MarkQueued(ctx context.Context, id int64, r Requeued) error
-	MarkFailed(ctx context.Context, id int64, reason string, status int) error
-	// SaveResume records what is on disk of a download, for resume (F5).
-	SaveResume(ctx context.Context, id int64, r Resume) error
-	// NoteResume is SaveResume committed with the next batch: it returns at
-	// once, and lands before any later transition of the job.
-	NoteResume(id int64, r Resume) error
-	// SetJobState applies pause (paused), resume (queued) or cancel
-	// (cancelled) and returns the ids that changed.
-	SetJobState(ctx context.Context, ids []int64, to JobState) ([]int64, error)
-
-	// Reads for the window and the command line.
-	Jobs(ctx context.Context, q JobQuery) ([]JobRecord, error)
-	History(ctx context.Context, q HistoryQuery) ([]AttemptRecord, error)
-	ExportHistoryCSV(ctx context.Context, w io.Writer, q HistoryQuery) error
+// Reader is what the window and the command line list: jobs, history, hosts
+// and their timelines. Every method reads committed state and never blocks
+// a writer; lists page by key, never by offset.
+type Reader interface {
+	Job(ctx context.Context, id int64) (Job, error)
+	Jobs(ctx context.Context, q JobQuery) ([]Job, error)
+	History(ctx context.Context, q HistoryQuery) ([]Attempt, error)
+	// Hosts returns every host the store knows (a saved state, or jobs),
+	// with its job counts, ordered by host key.
+	Hosts(ctx context.Context) ([]HostState, error)
+	// HostEvents returns up to limit events of host, newest first (0 = all).
 	HostEvents(ctx context.Context, host string, limit int) ([]Event, error)
-	CountsByHost(ctx context.Context) (map[string]map[JobState]int64, error)
-
-	// Settings are small named values (the default tunables as JSON, UI
-	// preferences); an unknown key gives "" and no error.
+	// Setting returns a small named value ("" and no error when unset).
 	Setting(ctx context.Context, key string) (string, error)
-	SetSetting(ctx context.Context, key, value string) error
+}
 
-	RecordAttempt(a AttemptRecord) error
+// Store is everything the engine keeps durable. The engine defines it and
+// the storage package implements it, so the engine never speaks SQL.
+//
+// A method that returns an error is on disk when it returns nil: the engine
+// acts on a transition only after it is (J3, S2). RecordAttempt, Note,
+// Named, SaveHost and AppendEvent return at once and ride the next group
+// commit (S5); Flush waits for them and reports their errors.
+type Store interface {
+	Reader
+
+	// Enqueue adds the URLs that have no job yet (J2, by NewJob.Key) and
+	// reports, in input order, what it did with each. A duplicate whose job
+	// has ended and whose id is below againBelow is queued again with a
+	// fresh budget (R5; 0: none is).
+	Enqueue(ctx context.Context, jobs []NewJob, againBelow int64) ([]Enqueued, error)
+	// SetState moves the jobs among ids that are in one of the states from
+	// to state to, and returns those that changed. A job queued again from
+	// an ended state gets a fresh attempt budget (R5).
+	SetState(ctx context.Context, ids []int64, from []JobState, to JobState) ([]Changed, error)
+	// NextJobs returns up to n queued jobs of host after cursor, in queue
+	// order (not_before, id): the frontier's refill (Q1).
+	NextJobs(ctx context.Context, host string, after Cursor, n int) ([]Queued, error)
+	// Start moves a queued job to active and counts its attempt, recording
+	// part as its partial file when it has none yet (J3: before the
+	// request; F4: before the file exists). A job no longer queued gives
+	// ErrNotQueued; a part another job has recorded, ErrPartTaken.
+	Start(ctx context.Context, id int64, part string) (Job, error)
+	// SetPart records another part for an active job, whose first choice
+	// was taken on disk meanwhile.
+	SetPart(ctx context.Context, id int64, part string) error
+	// Finish records how an attempt leaves its job (see End). A job no
+	// longer active (paused or cancelled meanwhile) keeps its state, and
+	// Finish says so with ErrNotQueued; its resume state and history are
+	// recorded all the same.
+	Finish(ctx context.Context, end End) error
+	// Rename records a done job's final name anew, before its part takes
+	// it: the name chosen was taken meanwhile (F3).
+	Rename(ctx context.Context, id int64, file string) error
+	// Unnamed returns done jobs whose part has not taken its final name yet:
+	// a crash came between their done commit and the rename.
+	Unnamed(ctx context.Context) ([]Job, error)
+	// Named records that a done job's part has its final name.
+	Named(id int64) error
+	// Note records, with the next commit, where a download's bytes go as
+	// its body starts, so a crash resumes from there (F5, S2).
+	Note(id int64, r Resume) error
+	// RecordAttempt adds a history row with the next commit (redirect hops
+	// and other exchanges that do not end an attempt).
+	RecordAttempt(a Attempt) error
+
 	SaveHost(s HostState) error
 	AppendEvent(e Event) error
-	LoadHosts(ctx context.Context) ([]HostState, error)
+	SetSetting(ctx context.Context, key, value string) error
 	Flush(ctx context.Context) error
 }
 
-// ErrNotQueued is what a Store returns (wrapped) when a job is not in the
-// state a transition expects: paused or cancelled meanwhile.
-var ErrNotQueued = errors.New("job is not queued")
-
-// Interrupted is a job a crash left active, with the download folder of
-// the run it cut off ("" when unknown; see runFolderKey).
-type Interrupted struct {
-	JobID  int64
-	Folder string
-}
-
-// JobState is a job's state (J3).
-type JobState string
-
-// The job states of J3.
-const (
-	JobQueued    JobState = "queued"
-	JobActive    JobState = "active"
-	JobPaused    JobState = "paused"
-	JobDone      JobState = "done"
-	JobFailed    JobState = "failed"
-	JobCancelled JobState = "cancelled"
+// Errors a Store returns, wrapped.
+var (
+	// ErrNotQueued: the job is not in a state that allows the transition
+	// (paused or cancelled meanwhile).
+	ErrNotQueued = errors.New("job is not queued")
+	// ErrPartTaken: another job has recorded that part name.
+	ErrPartTaken = errors.New("part name is taken by another job")
+	// ErrNotFound: no such job.
+	ErrNotFound = errors.New("not found")
 )
-
-// NewJob is a URL to queue, with its host key.
-type NewJob struct {
-	URL  string
-	Host string
-}
-
-// Enqueued says what Enqueue did with one URL.
-type Enqueued struct {
-	ID        int64
-	Duplicate bool     // the URL already had a job, left as it was
-	State     JobState // the job's state
-}
-
-// JobRecord is a job as stored.
-type JobRecord struct {
-	ID         int64
-	URL        string
-	Host       string
-	State      JobState
-	NotBefore  time.Time // queued: not started before this
-	UpdatedAt  time.Time
-	Attempts   int // attempts started, throttled ones included
-	Throttled  int // throttle responses (R3: they use no attempt)
-	Resume     Resume
-	File       string // done: the final name in the download folder
-	SHA256     string // done: hex digest (F7)
-	LastError  string
-	LastStatus int
-}
-
-// JobQuery selects jobs, ordered by id. Zero fields do not filter.
-type JobQuery struct {
-	State   JobState
-	Host    string
-	AfterID int64 // keyset paging: only jobs with a larger id
-	Limit   int   // 0 = no limit
-}
-
-// HistoryQuery selects attempts, newest first. Zero fields do not filter.
-type HistoryQuery struct {
-	Host     string
-	Outcome  string
-	BeforeID int64 // keyset paging: only attempts with a smaller id
-	Limit    int   // 0 = no limit
-}
-
-// Resume is the partial download a job has on disk (F5).
-type Resume struct {
-	Part         string // partial file name in the download folder, "" if none
-	Bytes        int64
-	Size         int64 // expected total, -1 unknown
-	ETag         string
-	LastModified string
-}
-
-// Requeued is why and until when an active job goes back to the queue.
-type Requeued struct {
-	NotBefore time.Time
-	Err       string
-	Status    int
-	Throttled bool // a throttle response: counted apart from attempts (R3)
-	Resume    Resume
-}
-
-// Completed describes a finished download.
-type Completed struct {
-	File   string // final name in the download folder
-	Bytes  int64
-	SHA256 string
-	Status int
-	// Part is the complete part that is to take the name File; Size,
-	// ETag and LastModified are its resume state, recorded instead if the
-	// job is no longer active (see FinishJobs).
-	Part         string
-	Size         int64
-	ETag         string
-	LastModified string
-	// Held says the download is in a file with no name instead of a part
-	// (fetch.Result.Held): listed as unnamed all the same, with no part.
-	Held bool
-}
-
-// Unnamed is a download recorded done whose part may not have its final
-// name yet.
-type Unnamed struct {
-	JobID  int64
-	Part   string // the complete part; "" for a download held in a file with no name
-	File   string // the final name recorded for it
-	Bytes  int64
-	SHA256 string
-}
-
-// Named says how a download listed as unnamed got its final name.
-type Named struct {
-	JobID int64
-	// File, if set, is the name the part took instead of the one recorded,
-	// which was taken meanwhile.
-	File string
-	// Err, if set, is why the part got no name: the job fails with this
-	// reason, its part kept for a later resume.
-	Err string
-	// Lost, with Err, says the download was found nowhere: the job fails
-	// and keeps no part (its part name may hold another download's bytes).
-	Lost bool
-	// Again says a held download (Completed.Held) went with a crash before
-	// it had its name: the job is queued again.
-	Again bool
-}
-
-// Finished is one download complete on disk: its attempt and its file.
-type Finished struct {
-	Attempt AttemptRecord
-	Done    Completed
-}
-
-// AttemptRecord is one line of history (S3).
-type AttemptRecord struct {
-	ID         int64 // set by the store
-	JobID      int64
-	URL        string // the URL requested: a redirect hop's target for hops
-	Host       string
-	Attempt    int
-	StartedAt  time.Time
-	Duration   time.Duration
-	Status     int
-	Outcome    string // ok, retry, throttled, failed, redirect, canceled
-	Bytes      int64
-	Err        string
-	RetryAfter time.Duration
-	Level      int
-	Breaker    BreakerState
-}

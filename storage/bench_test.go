@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
 // BenchmarkEnqueue enqueues 100,000 new URLs per op in one call (J1: a paste of 100,000 lines in
@@ -18,15 +20,17 @@ func BenchmarkEnqueue(b *testing.B) {
 	var total int
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
-		jobs := make([]NewJob, n)
+		jobs := make([]engine.NewJob, n)
 		for k := range jobs {
 			host := fmt.Sprintf("h%d.example", k%1000)
-			jobs[k] = NewJob{URL: fmt.Sprintf("https://%s/batch%d/file%d.bin", host, i, k), Host: host}
+			u := fmt.Sprintf("https://%s/batch%d/file%d.bin", host, i, k)
+			jobs[k] = engine.NewJob{URL: u, Key: u, Host: host}
 		}
 		b.StartTimer()
-		res, err := db.Enqueue(bg, jobs)
+		res, err := db.Enqueue(bg, jobs, noAgain)
 		require.NoError(b, err)
-		require.Equal(b, n, res.Queued)
+		require.Len(b, res, n)
+		require.False(b, res[n-1].Duplicate)
 		total += n
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "urls/s")
@@ -36,18 +40,19 @@ func BenchmarkEnqueue(b *testing.B) {
 func BenchmarkEnqueueDuplicates(b *testing.B) {
 	const n = 100_000
 	db, _ := openTest(b)
-	jobs := make([]NewJob, n)
+	jobs := make([]engine.NewJob, n)
 	for k := range jobs {
 		host := fmt.Sprintf("h%d.example", k%1000)
-		jobs[k] = NewJob{URL: fmt.Sprintf("https://%s/file%d.bin", host, k), Host: host}
+		u := fmt.Sprintf("https://%s/file%d.bin", host, k)
+		jobs[k] = engine.NewJob{URL: u, Key: u, Host: host}
 	}
-	_, err := db.Enqueue(bg, jobs)
+	_, err := db.Enqueue(bg, jobs, noAgain)
 	require.NoError(b, err)
 	var total int
 	for b.Loop() {
-		res, err := db.Enqueue(bg, jobs)
+		res, err := db.Enqueue(bg, jobs, noAgain)
 		require.NoError(b, err)
-		require.Equal(b, n, res.Duplicates)
+		require.True(b, res[n-1].Duplicate)
 		total += n
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "urls/s")
@@ -63,8 +68,8 @@ func BenchmarkRecordAttempts(b *testing.B) {
 	var total int
 	for b.Loop() {
 		for k := range n {
-			err := db.RecordAttempt(Attempt{JobID: ids[k%2], URL: "https://a.example/1", Host: "a.example", Attempt: k,
-				StartedAt: started, Duration: time.Millisecond, Status: 200, Outcome: "ok", Bytes: 1 << 20, BreakerState: "closed"})
+			err := db.RecordAttempt(engine.Attempt{JobID: ids[k%2], URL: "https://a.example/1", Host: "a.example", Attempt: k,
+				StartedAt: started, Duration: time.Millisecond, Status: 200, Outcome: "ok", Bytes: 1 << 20})
 			require.NoError(b, err)
 		}
 		require.NoError(b, db.Flush(bg))
@@ -73,8 +78,8 @@ func BenchmarkRecordAttempts(b *testing.B) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "rows/s")
 }
 
-// BenchmarkTransitions measures one committed job transition (MarkActive then MarkQueued) from
-// 8 goroutines at once: concurrent transitions share commits.
+// BenchmarkTransitions measures one committed job transition (Start then Finish back to queued)
+// from many goroutines at once: concurrent transitions share commits.
 func BenchmarkTransitions(b *testing.B) {
 	db, _ := openTest(b)
 	urls := make([]string, 1024)
@@ -90,9 +95,9 @@ func BenchmarkTransitions(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			id := <-next
-			_, err := db.MarkActive(bg, id)
+			_, err := db.Start(bg, id, "")
 			if err == nil {
-				err = db.MarkQueued(bg, id, Retry{})
+				err = db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, GiveBack: true})
 			}
 			next <- id
 			if err != nil {
@@ -106,7 +111,7 @@ func BenchmarkTransitions(b *testing.B) {
 
 // BenchmarkOpenLarge measures a database of 1,000,000 jobs over 100,000 hosts (70% queued,
 // 20% done, 10% failed, 1,000 left active by a "crash"): Open with recovery plus the first
-// next-due query, loading every queued job, and the counts the window shows.
+// refill of a host's queue, a refill of any host, listing hosts with their counts, and the totals.
 func BenchmarkOpenLarge(b *testing.B) {
 	const jobs, hosts, active = 1_000_000, 100_000, 1_000
 	path := filepath.Join(b.TempDir(), "heed.db")
@@ -120,8 +125,8 @@ func BenchmarkOpenLarge(b *testing.B) {
 	require.NoError(b, err)
 	tx, err := raw.Begin()
 	require.NoError(b, err)
-	ins, err := tx.Prepare(`INSERT INTO jobs (url, host, state, not_before, created_at, updated_at, part, bytes)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	ins, err := tx.Prepare(`INSERT INTO jobs (url, key, host, state, not_before, created_at, updated_at, part, bytes)
+		VALUES (?1, ?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)`)
 	require.NoError(b, err)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	now := time.Now().UnixNano()
@@ -135,8 +140,12 @@ func BenchmarkOpenLarge(b *testing.B) {
 			state = "failed"
 		}
 		nb := now + rnd.Int64N(int64(time.Hour))
+		part := fmt.Sprintf("%d.part", i)
+		if state == "done" {
+			part = ""
+		}
 		_, err := ins.Exec(fmt.Sprintf("https://h%d.example/file/%d", h, i), fmt.Sprintf("h%d.example", h),
-			state, nb, now, now, fmt.Sprintf("%d.part", i), 1000)
+			state, nb, now, part, 1000)
 		require.NoError(b, err)
 	}
 	require.NoError(b, ins.Close())
@@ -152,18 +161,18 @@ func BenchmarkOpenLarge(b *testing.B) {
 		require.NoError(b, raw.Close())
 	}
 
-	b.Run("open+recover+due", func(b *testing.B) {
+	b.Run("open+recover+refill", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			crash()
 			b.StartTimer()
 			db, err := Open(path)
 			require.NoError(b, err)
-			due, err := db.HostDueJobs(bg, "h0.example", 10)
+			next, err := db.NextJobs(bg, "h0.example", engine.Cursor{}, 64)
 			require.NoError(b, err)
 			b.StopTimer()
 			require.Equal(b, int64(active), db.Recovered())
-			require.NotEmpty(b, due)
+			require.NotEmpty(b, next)
 			require.NoError(b, db.Close())
 			b.StartTimer()
 		}
@@ -173,34 +182,27 @@ func BenchmarkOpenLarge(b *testing.B) {
 	db, err = Open(path)
 	require.NoError(b, err)
 	defer db.Close()
-	b.Run("ForEachQueued", func(b *testing.B) {
-		var rows int
-		for b.Loop() {
-			rows = 0
-			require.NoError(b, db.ForEachQueued(bg, func(int64, string, time.Time) error { rows++; return nil }))
-		}
-		b.ReportMetric(float64(rows), "jobs")
-		b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "jobs/s")
-	})
-	b.Run("HostDueJobs", func(b *testing.B) {
+	b.Run("NextJobs", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			_, err := db.HostDueJobs(bg, fmt.Sprintf("h%d.example", i%hosts), 10)
+			_, err := db.NextJobs(bg, fmt.Sprintf("h%d.example", i%hosts), engine.Cursor{}, 64)
 			require.NoError(b, err)
 			i++
 		}
 	})
-	b.Run("CountsByState", func(b *testing.B) {
+	b.Run("Hosts", func(b *testing.B) {
 		for b.Loop() {
-			_, err := db.CountsByState(bg)
+			hs, err := db.Hosts(bg)
 			require.NoError(b, err)
+			if len(hs) < hosts*9/10 {
+				b.Fatalf("%d hosts listed", len(hs))
+			}
 		}
 	})
-	b.Run("CountsByHost", func(b *testing.B) {
+	b.Run("Counts", func(b *testing.B) {
 		for b.Loop() {
-			m, err := db.CountsByHost(bg)
+			_, err := db.Counts(bg)
 			require.NoError(b, err)
-			require.NotEmpty(b, m)
 		}
 	})
 }

@@ -16,10 +16,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
 // childCrash plays a busy Heed until it is killed: it enqueues batches of URLs and moves jobs
-// through their states, printing to stdout
+// through their states as the engine does, printing to stdout
 //
 //	Q <id> <url>     after Enqueue acknowledged url as queued with id
 //	I <id> <state>   before asking for a transition of job id to state
@@ -61,22 +63,24 @@ func childCrash(path, roundStr string) int {
 			size = 10_000
 			say("B %d %d\n", n, size)
 		}
-		jobs := make([]NewJob, size)
+		jobs := make([]engine.NewJob, size)
 		for i := range jobs {
-			jobs[i] = NewJob{URL: crashURL(round, n), Host: fmt.Sprintf("h%d.example", n%40)}
+			u := crashURL(round, n)
+			jobs[i] = engine.NewJob{URL: u, Key: u, Host: crashHost(n)}
 			n++
 		}
 		dup := -1
 		if len(acked) > 0 && !big { // J2: an acknowledged URL sent again is a duplicate
 			dup = rnd.IntN(len(jobs))
-			jobs[dup].URL = acked[rnd.IntN(len(acked))]
+			u := acked[rnd.IntN(len(acked))]
+			jobs[dup].URL, jobs[dup].Key = u, u
 		}
-		res, err := db.Enqueue(bg, jobs)
+		res, err := db.Enqueue(bg, jobs, noAgain)
 		if err != nil {
 			return fail("enqueue", err)
 		}
 		var buf bytes.Buffer
-		for i, it := range res.Items {
+		for i, it := range res {
 			if it.Duplicate != (i == dup) {
 				return fail("enqueue", fmt.Errorf("input %d: duplicate=%v", i, it.Duplicate))
 			}
@@ -90,23 +94,24 @@ func childCrash(path, roundStr string) int {
 
 		for range 8 {
 			switch k := rnd.IntN(8); {
-			case k < 3: // start a download and save some progress
+			case k < 3: // start a download and note where its bytes go
 				id, ok := take(&queued)
 				if !ok {
 					continue
 				}
 				say("I %d active\n", id)
-				attempt, err := db.MarkActive(bg, id)
+				job, err := db.Start(bg, id, fmt.Sprintf("%d.part", id))
 				if err != nil {
-					return fail("mark active", err)
+					return fail("start", err)
 				}
 				say("S %d active\n", id)
 				active = append(active, id)
-				err = db.SaveProgress(bg, id, Progress{Part: fmt.Sprintf("%d.part", id), Bytes: int64(rnd.IntN(1 << 20)), Size: -1, ETag: `"e"`})
+				err = db.Note(id, engine.Resume{Part: job.Part, Bytes: int64(rnd.IntN(1 << 20)), Size: -1, ETag: `"e"`})
 				if err != nil {
-					return fail("save progress", err)
+					return fail("note", err)
 				}
-				err = db.RecordAttempt(Attempt{JobID: id, URL: "u", Host: "h", Attempt: attempt, StartedAt: time.Now(), Outcome: "retry"})
+				err = db.RecordAttempt(engine.Attempt{JobID: id, URL: "u", Host: "h", Attempt: job.Attempts,
+					StartedAt: time.Now(), Outcome: "redirect"})
 				if err != nil {
 					return fail("record attempt", err)
 				}
@@ -115,43 +120,56 @@ func childCrash(path, roundStr string) int {
 				if !ok {
 					continue
 				}
-				var err error
-				var to State
+				part := fmt.Sprintf("%d.part", id)
+				end := engine.End{JobID: id, Attempt: &engine.Attempt{JobID: id, URL: "u", Host: "h", Attempt: 1,
+					StartedAt: time.Now(), Outcome: "ok", Status: 200}}
 				switch k {
 				case 3:
-					to = StateDone
-					say("I %d %s\n", id, to)
-					err = db.MarkDone(bg, id, Done{File: fmt.Sprintf("%d.bin", id), Bytes: 10, SHA256: "ab", Status: 200})
+					end.State, end.File, end.SHA256, end.Status = engine.JobDone, fmt.Sprintf("%d.bin", id), "ab", 200
+					end.Resume = engine.Resume{Part: part, Bytes: 10, Size: 10}
 				case 4:
-					to = StateQueued
-					say("I %d %s\n", id, to)
-					err = db.MarkQueued(bg, id, Retry{NotBefore: time.Now().Add(time.Second), Err: "reset", Status: 503, Throttled: true})
-					queued = append(queued, id)
+					end.State, end.NotBefore, end.Error, end.Status = engine.JobQueued, time.Now().Add(time.Second), "reset", 503
+					end.GiveBack, end.Throttled = true, true
+					end.Resume = engine.Resume{Part: part, Bytes: 5, Size: -1, ETag: `"e"`}
+					end.Attempt.Outcome = "throttled"
 				case 5:
-					to = StateFailed
-					say("I %d %s\n", id, to)
-					err = db.MarkFailed(bg, id, "gone", 404)
+					end.State, end.Error, end.Status = engine.JobFailed, "gone", 404
+					end.Resume = engine.Resume{Size: -1}
+					end.Attempt.Outcome = "failed"
 				}
-				if err != nil {
+				say("I %d %s\n", id, end.State)
+				if err := db.Finish(bg, end); err != nil {
 					return fail("finish", err)
 				}
-				say("S %d %s\n", id, to)
-			case k == 6: // pause or cancel a queued job
-				id, ok := take(&queued)
+				say("S %d %s\n", id, end.State)
+				switch end.State {
+				case engine.JobQueued:
+					queued = append(queued, id)
+				case engine.JobDone:
+					if err := db.Named(id); err != nil {
+						return fail("named", err)
+					}
+				}
+			case k == 6: // pause or cancel a queued or active job
+				from := &queued
+				if rnd.IntN(3) == 0 {
+					from = &active
+				}
+				id, ok := take(from)
 				if !ok {
 					continue
 				}
-				to := StatePaused
+				to := engine.JobPaused
 				if rnd.IntN(2) == 0 {
-					to = StateCancelled
+					to = engine.JobCancelled
 				}
 				say("I %d %s\n", id, to)
-				changed, err := db.SetJobState(bg, []int64{id}, to)
+				changed, err := db.SetState(bg, []int64{id}, []engine.JobState{engine.JobQueued, engine.JobActive}, to)
 				if err != nil || len(changed) != 1 {
-					return fail("set job state", fmt.Errorf("%v, changed %v", err, changed))
+					return fail("set state", fmt.Errorf("%v, changed %v", err, changed))
 				}
 				say("S %d %s\n", id, to)
-				if to == StatePaused {
+				if to == engine.JobPaused {
 					paused = append(paused, id)
 				}
 			default: // resume a paused job
@@ -160,7 +178,7 @@ func childCrash(path, roundStr string) int {
 					continue
 				}
 				say("I %d queued\n", id)
-				changed, err := db.SetJobState(bg, []int64{id}, StateQueued)
+				changed, err := db.SetState(bg, []int64{id}, []engine.JobState{engine.JobPaused}, engine.JobQueued)
 				if err != nil || len(changed) != 1 {
 					return fail("resume", fmt.Errorf("%v, changed %v", err, changed))
 				}
@@ -171,6 +189,9 @@ func childCrash(path, roundStr string) int {
 	}
 }
 
+// crashHost is the host of the n-th URL of a round.
+func crashHost(n int) string { return fmt.Sprintf("h%d.example", n%40) }
+
 // crashURL is the n-th URL the child of round enqueues.
 func crashURL(round, n int) string {
 	return fmt.Sprintf("https://h%d.example/r%d/%d", n%40, round, n)
@@ -178,10 +199,10 @@ func crashURL(round, n int) string {
 
 // crashModel is what the parent knows from the child's acknowledgements, over all rounds.
 type crashModel struct {
-	urls    map[string]int64 // acknowledged URL → id
-	acked   map[int64]State  // last acknowledged state
-	pending map[int64]State  // asked for, not acknowledged: may or may not have happened
-	pastes  [][3]int         // big pastes asked for: round, first n, count
+	urls    map[string]int64          // acknowledged URL → id
+	acked   map[int64]engine.JobState // last acknowledged state
+	pending map[int64]engine.JobState // asked for, not acknowledged: may or may not have happened
+	pastes  [][3]int                  // big pastes asked for: round, first n, count
 	round   int
 }
 
@@ -204,19 +225,19 @@ func (m *crashModel) read(t *testing.T, line string) {
 		_, seen := m.urls[f[2]]
 		require.False(t, seen, "URL acknowledged twice as new: %s", f[2])
 		m.urls[f[2]] = id
-		m.acked[id] = StateQueued
+		m.acked[id] = engine.JobQueued
 	case "I":
-		m.pending[id] = State(f[2])
+		m.pending[id] = engine.JobState(f[2])
 	case "S":
-		m.acked[id] = State(f[2])
+		m.acked[id] = engine.JobState(f[2])
 		delete(m.pending, id)
 	}
 }
 
 // afterCrash is the state a job must have after Open recovered the database.
-func afterCrash(s State) State {
-	if s == StateActive {
-		return StateQueued
+func afterCrash(s engine.JobState) engine.JobState {
+	if s == engine.JobActive {
+		return engine.JobQueued
 	}
 	return s
 }
@@ -224,34 +245,41 @@ func afterCrash(s State) State {
 // TestCrash_S2_KillNineKeepsAcknowledged kills a busy child Heed with SIGKILL at random moments,
 // 20 times over one database, and after each kill checks that the database passes
 // integrity_check, every acknowledged URL is there exactly once with its id, every job is in its
-// acknowledged state (or the one it was being moved to), and jobs left active are queued again
-// with their partial file kept.
+// acknowledged state (or the one it was being moved to), jobs left active are queued again with
+// their partial file kept and their cut-off attempt given back (S2, G42), a paste is all there or
+// not at all (RELIABILITY 31), and every host's counts are its jobs counted.
 func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "heed.db")
-	m := &crashModel{urls: map[string]int64{}, acked: map[int64]State{}, pending: map[int64]State{}}
+	m := &crashModel{urls: map[string]int64{}, acked: map[int64]engine.JobState{}, pending: map[int64]engine.JobState{}}
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	var recoveredTotal int64
 	var pastesKept int
 	const rounds = 20
 	for round := range rounds {
 		killAfter := time.Duration(5+rnd.IntN(150)) * time.Millisecond
+		if round%4 == 1 {
+			// A round that begins with a big paste, killed at any moment of it: before, during or
+			// after its commit, so that both halves of all-or-nothing are seen.
+			killAfter = time.Duration(5+rnd.IntN(800)) * time.Millisecond
+		}
 		m.round = round
 		runAndKill(t, path, round, killAfter, m)
 
 		// What the crash left active, read without Open (read-only: nothing is checkpointed).
-		type part struct {
-			part  string
-			bytes int64
+		type left struct {
+			part     string
+			bytes    int64
+			attempts int
 		}
-		left := map[int64]part{}
+		active := map[int64]left{}
 		raw := rawOpenRO(t, path)
-		rows, err := raw.Query(`SELECT id, part, bytes FROM jobs WHERE state = 'active'`)
+		rows, err := raw.Query(`SELECT id, part, bytes, attempts FROM jobs WHERE state = 'active'`)
 		require.NoError(t, err)
 		for rows.Next() {
 			var id int64
-			var p part
-			require.NoError(t, rows.Scan(&id, &p.part, &p.bytes))
-			left[id] = p
+			var l left
+			require.NoError(t, rows.Scan(&id, &l.part, &l.bytes, &l.attempts))
+			active[id] = l
 		}
 		require.NoError(t, rows.Err())
 		require.NoError(t, raw.Close())
@@ -261,31 +289,35 @@ func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 		var ok string
 		require.NoError(t, db.r.QueryRow(`PRAGMA integrity_check`).Scan(&ok))
 		assert.Equal(t, "ok", ok, "round %d", round)
-		assert.Equal(t, int64(len(left)), db.Recovered(), "round %d: every active job is recovered", round)
+		assert.Equal(t, int64(len(active)), db.Recovered(), "round %d: every active job is recovered", round)
 		recoveredTotal += db.Recovered()
+		assertCounts(t, db, "round %d: the hosts rows count the jobs", round)
+		var keys, distinct int
+		require.NoError(t, db.r.QueryRow(`SELECT count(*), count(DISTINCT key) FROM jobs`).Scan(&keys, &distinct))
+		assert.Equal(t, keys, distinct, "round %d: no key stored twice", round)
 
 		got := map[string]int64{}
-		states := map[int64]State{}
-		var dups, active int
-		err = db.forEachJob(bg, JobFilter{}, func(j Job) error {
+		states := map[int64]engine.JobState{}
+		var dups, stillActive int
+		eachJob(t, db, func(j engine.Job) {
 			if _, seen := got[j.URL]; seen {
 				dups++
 			}
 			got[j.URL] = j.ID
 			states[j.ID] = j.State
-			if j.State == StateActive {
-				active++
+			if j.State == engine.JobActive {
+				stillActive++
 			}
-			if p, ok := left[j.ID]; ok {
-				assert.Equal(t, StateQueued, j.State, "round %d: job %d left active is queued", round, j.ID)
-				assert.Equal(t, p.part, j.Part, "round %d: job %d keeps its .part", round, j.ID)
-				assert.Equal(t, p.bytes, j.Bytes, "round %d: job %d keeps its bytes", round, j.ID)
+			if l, ok := active[j.ID]; ok {
+				assert.Equal(t, engine.JobQueued, j.State, "round %d: job %d left active is queued", round, j.ID)
+				assert.Equal(t, l.part, j.Part, "round %d: job %d keeps its .part", round, j.ID)
+				assert.Equal(t, l.bytes, j.Bytes, "round %d: job %d keeps its bytes", round, j.ID)
+				assert.Equal(t, l.attempts-1, j.Attempts, "round %d: job %d gets its attempt back", round, j.ID)
+				assert.Equal(t, "interrupted", j.LastError, "round %d: job %d", round, j.ID)
 			}
-			return nil
 		})
-		require.NoError(t, err)
 		assert.Zero(t, dups, "round %d: no URL stored twice", round)
-		assert.Zero(t, active, "round %d: no job is active after Open", round)
+		assert.Zero(t, stillActive, "round %d: no job is active after Open", round)
 
 		var missing, wrongID, wrongState []string
 		for u, id := range m.urls {
@@ -326,6 +358,9 @@ func TestCrash_S2_KillNineKeepsAcknowledged(t *testing.T) {
 	}
 	require.NotEmpty(t, m.urls, "the children acknowledged URLs")
 	assert.Positive(t, recoveredTotal, "some kills hit jobs while active")
+	if pastesKept == 0 {
+		t.Logf("no big paste was committed before its kill: only the none half of all-or-nothing was seen")
+	}
 	t.Logf("%d rounds, %d URLs acknowledged, %d active jobs recovered, %d of %d big pastes committed",
 		rounds, len(m.urls), recoveredTotal, pastesKept, rounds/2)
 }

@@ -1,72 +1,76 @@
 package storage
 
 import (
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
-	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
-// checkEnqueue enqueues in and checks the result against what Enqueue promises, byte for byte:
-// each input's item, each new job's stored row, and the kept (fresh) job of each new id.
-func checkEnqueue(t *testing.T, db *DB, in []NewJob) EnqueueResult {
+// jobByKey returns the job whose de-duplication key is key, and whether there is one.
+func jobByKey(t testing.TB, db *DB, key string) (engine.Job, bool) {
 	t.Helper()
-	pre := map[string]Job{} // what each URL had before the call
-	for _, nj := range in {
-		if j, err := db.JobByURL(bg, nj.URL); err == nil {
-			pre[nj.URL] = j
-		}
+	var id int64
+	err := db.r.QueryRow(`SELECT id FROM jobs WHERE key = ?`, key).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return engine.Job{}, false
 	}
-	res, err := db.Enqueue(bg, in)
 	require.NoError(t, err)
-	require.Len(t, res.Items, len(in))
-	seen := map[string]bool{}
-	queued, dups := 0, 0
-	for i, nj := range in {
-		j, err := db.JobByURL(bg, nj.URL)
-		require.NoError(t, err, "input %d %q has a job", i, nj.URL)
-		require.Equal(t, []byte(nj.URL), []byte(j.URL), "input %d: the URL stored byte for byte", i)
-		var want EnqueueItem
-		switch p, ok := pre[nj.URL]; {
-		case ok:
-			want = EnqueueItem{ID: p.ID, Duplicate: true, State: p.State}
-		case seen[nj.URL]:
-			want = EnqueueItem{ID: j.ID, Duplicate: true, State: StateQueued}
-		default:
-			want = EnqueueItem{ID: j.ID, State: StateQueued}
-			assert.Equal(t, []byte(nj.Host), []byte(j.Host), "input %d: host", i)
-			assert.Equal(t, nanos(nj.NotBefore), nanos(j.NotBefore), "input %d: not_before", i)
-			db.fresh.mu.Lock()
-			f, kept := db.fresh.jobs[j.ID]
-			db.fresh.mu.Unlock()
-			if kept {
-				assert.Equal(t, []byte(nj.URL), []byte(f.url), "input %d: kept job's URL", i)
-				assert.Equal(t, nj.Host, f.host, "input %d: kept job's host", i)
-				assert.Equal(t, nanos(j.NotBefore), f.notBefore, "input %d: kept job's not_before", i)
-			}
-		}
-		seen[nj.URL] = true
-		assert.Equal(t, want, res.Items[i], "input %d %q", i, nj.URL)
-		if want.Duplicate {
-			dups++
-		} else {
-			queued++
+	j, err := db.Job(bg, id)
+	require.NoError(t, err)
+	return j, true
+}
+
+// checkEnqueue enqueues in at now (the DB's clock) and checks the result against what Enqueue
+// promises, byte for byte: each input's report, and each new job's stored row.
+func checkEnqueue(t *testing.T, db *DB, now time.Time, in []engine.NewJob) []engine.Enqueued {
+	t.Helper()
+	pre := map[string]engine.Job{} // what each key had before the call
+	for _, nj := range in {
+		if j, ok := jobByKey(t, db, nj.Key); ok {
+			pre[nj.Key] = j
 		}
 	}
-	assert.Equal(t, queued, res.Queued)
-	assert.Equal(t, dups, res.Duplicates)
+	res, err := db.Enqueue(bg, in, noAgain)
+	require.NoError(t, err)
+	require.Len(t, res, len(in))
+	first := map[string]int{} // key → the input that queued it
+	for i, nj := range in {
+		j, ok := jobByKey(t, db, nj.Key)
+		require.True(t, ok, "input %d %q has a job", i, nj.Key)
+		var want engine.Enqueued
+		switch p, had := pre[nj.Key]; {
+		case had:
+			want = engine.Enqueued{ID: p.ID, Duplicate: true, State: p.State, NotBefore: p.NotBefore}
+		case first[nj.Key] > 0:
+			want = engine.Enqueued{ID: j.ID, Duplicate: true, State: engine.JobQueued, NotBefore: now}
+		default:
+			first[nj.Key] = i + 1
+			want = engine.Enqueued{ID: j.ID, State: engine.JobQueued, NotBefore: now}
+			assert.Equal(t, []byte(nj.URL), []byte(j.URL), "input %d: the URL stored byte for byte", i)
+			assert.Equal(t, []byte(nj.Host), []byte(j.Host), "input %d: host", i)
+			var key []byte
+			require.NoError(t, db.r.QueryRow(`SELECT key FROM jobs WHERE id = ?`, j.ID).Scan(&key))
+			assert.Equal(t, []byte(nj.Key), key, "input %d: key", i)
+			assert.Equal(t, engine.JobQueued, j.State)
+			assert.True(t, now.Equal(j.NotBefore), "input %d: due now", i)
+		}
+		assert.Equal(t, want, res[i], "input %d %q", i, nj.Key)
+	}
 	return res
 }
 
-// oddURLs are URLs exact() accepts, each with something JSON or SQLite's JSON might alter.
+// oddURLs are strings with something a layer between Go and SQLite might alter: escapes of JSON
+// and SQL as literal text, separators, control characters, NUL, invalid UTF-8, long strings.
 func oddURLs() []string {
 	us := []string{
 		`https://a.example/\u0041`,       // a JSON escape as literal text
@@ -76,6 +80,7 @@ func oddURLs() []string {
 		`https://a.example/\x41\0\'\v`,   // JSON5 escapes as text
 		`https://a.example/\/slash`,      // an escaped slash as text
 		`https://a.example/"quoted"`,     // quotes
+		"https://a.example/'single'; DROP TABLE jobs; --",
 		"https://a.example/\u2028\u2029", // line and paragraph separators
 		"https://a.example/\x7f",         // DEL
 		"https://a.example/\ufeff\ufffe\uffff",
@@ -85,170 +90,51 @@ func oddURLs() []string {
 		"https://a.example/tab\there",
 		"https://a.example/cr\r\nlf",
 		"https://a.example/trailing\\",
-		"https://a.example/'single'",
 		"https://a.example/ \x1b[31m",
 		"https://a.example/ünïcödé/日本語",
-		"https://a.example/" + strings.Repeat("x", 200_000), // a long URL
+		"https://a.example/é\x00x", // NUL after a character that is not ASCII
+		"https://a.example/nul\x00",
+		"https://a.example/\xff\xfe", // not UTF-8
+		"https://a.example/\xc3",     // a cut sequence
+		"https://a.example/" + strings.Repeat("x", 200_000),
 		"https://a.example/" + strings.Repeat("é\\\"", 30_000),
-		"0", "1e5", "-1", "true", "null", "[]", "{}", `"`, " ", // strings that read as JSON values
+		"0", "1e5", "-1", "true", "null", "[]", "{}", `"`, " ", "", // strings that read as values
 		"https://a.example/end",
 	}
 	var every []byte
-	for c := 1; c < 0x80; c++ {
+	for c := 1; c < 0x100; c++ {
 		every = append(every, byte(c))
-		us = append(us, "https://b.example/"+string(rune(c)))
+		us = append(us, "https://b.example/"+string([]byte{byte(c)}))
 	}
 	us = append(us, "https://b.example/all"+string(every))
 	return us
 }
 
-// Every string exact() accepts comes back from the batch byte for byte, and Enqueue reports
-// each input as the stored rows say.
-func TestEnqueue_J1_BatchRoundTripsEveryExactString(t *testing.T) {
-	db, _ := openTest(t)
-	var in []NewJob
+// J1: every string comes back from the database byte for byte, as URL, key and host, and Enqueue
+// reports each input as the stored rows say.
+func TestEnqueue_J1_RoundTripsEveryString(t *testing.T) {
+	now := time.Unix(1_700_000_000, 5)
+	db, _ := openTest(t, withClock(newClock(now)))
+	var in []engine.NewJob
 	for i, u := range oddURLs() {
-		require.True(t, exact(u), "%q", u)
 		host := "a.example"
 		if i%3 == 0 {
-			host = "h\u2028ö\\\"\x01.example" // odd hosts too
+			host = "h\u2028ö\\\"\x01\x00\xff.example" // odd hosts too
 		}
-		in = append(in, NewJob{URL: u, Host: host, NotBefore: time.Unix(0, int64(i)*7919+1)})
+		in = append(in, engine.NewJob{URL: u, Key: "k" + u, Host: host})
 	}
-	_, ok := enqueueBatch(in)
-	require.True(t, ok)
-	checkEnqueue(t, db, in)
-	assert.NotContains(t, db.prepared, qEnqueueEach, "the batch path was taken")
+	checkEnqueue(t, db, now, in)
+	assertCounts(t, db)
 }
 
-// not_before of every kind comes back as given: zero, negative, extreme.
-func TestEnqueue_J1_BatchNotBefore(t *testing.T) {
-	nbs := []time.Time{{}, time.Unix(0, 0), time.Unix(0, 1), time.Unix(0, -1), time.Unix(-1, 0),
-		time.Unix(0, math.MaxInt64), time.Unix(0, math.MinInt64), time.Unix(0, math.MinInt64+1),
-		time.Unix(1_700_000_000, 999_999_999), time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)}
-	var in []NewJob
-	for i, nb := range nbs {
-		in = append(in, NewJob{URL: "https://a.example/" + string(rune('a'+i)), Host: "a.example", NotBefore: nb})
-	}
-	fast, _ := openTest(t)
-	slow, _ := openTest(t)
-	checkEnqueue(t, fast, in)
-	checkEnqueue(t, slow, append(slices.Clone(in), NewJob{URL: "https://a.example/\xff", Host: "a.example"}))
-	for _, nj := range in {
-		a, err := fast.JobByURL(bg, nj.URL)
-		require.NoError(t, err)
-		b, err := slow.JobByURL(bg, nj.URL)
-		require.NoError(t, err)
-		assert.Equal(t, b.NotBefore.UnixNano(), a.NotBefore.UnixNano(), "%v", nj.NotBefore)
-		assert.Equal(t, b.NotBefore.IsZero(), a.NotBefore.IsZero())
-	}
-}
-
-// Duplicates within one paste and across pastes, every state, both sub-paths (all new, some
-// duplicate), and the one-statement-a-job path alike.
-func TestEnqueue_J1_BatchDuplicates(t *testing.T) {
-	for _, force := range []bool{false, true} {
-		db, _ := openTest(t)
-		extra := func(in []NewJob, k string) []NewJob {
-			if force {
-				return append(slices.Clone(in), NewJob{URL: "https://z.example/\xff" + k, Host: "z.example"})
-			}
-			return in
-		}
-		for _, s := range States {
-			jobIn(t, db, "https://a.example/old-"+string(s), s)
-		}
-		checkEnqueue(t, db, extra([]NewJob{{URL: "https://a.example/n1", Host: "a.example"},
-			{URL: "https://b.example/n2", Host: "b.example"}}, "1"))
-		var in []NewJob
-		for i := range 50 {
-			in = append(in, NewJob{URL: "https://c.example/" + string(rune('A'+i%17)), Host: "c.example"})
-			if i%7 == 0 {
-				in = append(in, NewJob{URL: "https://a.example/old-" + string(States[i%len(States)]), Host: "a.example"})
-			}
-			if i%11 == 0 {
-				in = append(in, NewJob{URL: "https://a.example/n1", Host: "a.example"})
-			}
-		}
-		checkEnqueue(t, db, extra(in, "2"))
-		checkEnqueue(t, db, extra(in, "2"))
-	}
-}
-
-// A database whose largest id is at or near the largest rowid: SQLite gives the next rows
-// random ids, smaller than the largest before. Each new job is still reported queued, with its
-// own id, as the one-statement-a-job path reports it.
-func TestEnqueue_J1_BatchNearLargestRowid(t *testing.T) {
-	for _, top := range []int64{math.MaxInt64 - 1, math.MaxInt64} {
-		for _, force := range []bool{false, true} {
-			t.Logf("largest id %d, one job a statement %v", top, force)
-			db, _ := openTest(t)
-			require.NoError(t, db.write(bg, "top", func(w *wtx) error {
-				_, err := w.exec(`INSERT INTO jobs (id, url, host, state, created_at, updated_at)
-					VALUES (?, 'https://top.example/', 'top.example', 'done', 1, 1)`, top)
-				return err
-			}))
-			in := []NewJob{{URL: "https://a.example/1", Host: "a.example"},
-				{URL: "https://a.example/2", Host: "a.example"}, {URL: "https://a.example/3", Host: "a.example"}}
-			if force {
-				in = append(in, NewJob{URL: "https://a.example/\xff", Host: "a.example"})
-			}
-			checkEnqueue(t, db, in)
-		}
-	}
-}
-
-// Several Enqueues committed together (group commit) each report their own ids.
-func TestEnqueue_J1_BatchGroupCommit(t *testing.T) {
-	db, _ := openTest(t)
-	const n = 8
-	type out struct {
-		in  []NewJob
-		res EnqueueResult
-		err error
-	}
-	ch := make(chan out, n)
-	for k := range n {
-		go func() {
-			var in []NewJob
-			for i := range 200 {
-				u := "https://s.example/" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-				if i%2 == 0 {
-					u = "https://o.example/" + string(rune('a'+k)) + "/" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-				}
-				in = append(in, NewJob{URL: u, Host: "x.example"})
-			}
-			res, err := db.Enqueue(bg, in)
-			ch <- out{in, res, err}
-		}()
-	}
-	queued := map[string]int{}
-	for range n {
-		o := <-ch
-		require.NoError(t, o.err)
-		for i, it := range o.res.Items {
-			j, err := db.Job(bg, it.ID)
-			require.NoError(t, err)
-			assert.Equal(t, o.in[i].URL, j.URL)
-			if !it.Duplicate {
-				queued[j.URL]++
-			}
-		}
-	}
-	assert.Len(t, queued, 200/2+n*200/2)
-	for u, c := range queued {
-		assert.Equal(t, 1, c, "%s queued once", u)
-	}
-}
-
-// Random valid UTF-8 of every code point and every ASCII byte but NUL round-trips exactly.
-func TestEnqueue_J1_BatchRoundTripsRandomStrings(t *testing.T) {
-	db, _ := openTest(t)
+// J1: random valid UTF-8 of every plane and every byte but NUL round-trips exactly.
+func TestEnqueue_J1_RoundTripsRandomStrings(t *testing.T) {
+	now := time.Unix(1_700_000_000, 5)
+	db, _ := openTest(t, withClock(newClock(now)))
 	rnd := rand.New(rand.NewPCG(7, 9))
 	seen := map[string]bool{}
-	var in []NewJob
-	for len(in) < 20_000 {
+	var in []engine.NewJob
+	for len(in) < 5_000 {
 		var b strings.Builder
 		b.WriteString("u")
 		for range rnd.IntN(40) {
@@ -270,49 +156,250 @@ func TestEnqueue_J1_BatchRoundTripsRandomStrings(t *testing.T) {
 		}
 		if s := b.String(); !seen[s] {
 			seen[s] = true
-			require.True(t, exact(s))
-			in = append(in, NewJob{URL: s, Host: "h" + s[:min(len(s), 5)], NotBefore: time.Unix(0, rnd.Int64()-rnd.Int64())})
+			in = append(in, engine.NewJob{URL: s, Key: s, Host: "h" + fmt.Sprint(len(in)%7)})
 		}
 	}
-	for i := range in {
-		if !utf8.ValidString(in[i].Host) {
-			in[i].Host = "h"
-		}
-	}
-	checkEnqueue(t, db, in)
-	assert.NotContains(t, db.prepared, qEnqueueEach, "the batch path was taken")
+	checkEnqueue(t, db, now, in)
 }
 
-// A paste whose URLs SQLite takes one by one is queued however long the paste: the batch, all its
-// URLs in one string, can pass SQLite's limit on a string's length (SQLITE_LIMIT_LENGTH, 10^9
-// bytes by default: 65,536 URLs, engine.Add's largest part, of 15 KB each) where no URL does.
-// The limit is lowered here so that a small paste shows it.
-func TestEnqueue_J1_BatchLongerThanSQLiteStringLimit(t *testing.T) {
-	db, _ := openTest(t)
-	const limit = 16 << 10
-	require.NoError(t, db.write(bg, "limit", func(w *wtx) error {
-		return w.db.wc.Raw(func(dc any) error {
-			dc.(*sqlite3.SQLiteConn).SetLimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
-			return nil
+// J2: duplicates within one paste and across pastes, of jobs in every state.
+func TestEnqueue_J2_DuplicatesWithinAndAcrossPastes(t *testing.T) {
+	now := time.Unix(1_700_000_000, 5)
+	db, _ := openTest(t, withClock(newClock(now)))
+	for _, s := range engine.JobStates {
+		jobIn(t, db, "https://a.example/old-"+string(s), s)
+	}
+	checkEnqueue(t, db, now, newJobs("a.example", "https://a.example/n1", "https://a.example/n2"))
+	var in []engine.NewJob
+	for i := range 50 {
+		in = append(in, newJobs("c.example", "https://c.example/"+string(rune('A'+i%17)))...)
+		if i%7 == 0 {
+			in = append(in, newJobs("a.example", "https://a.example/old-"+string(engine.JobStates[i%len(engine.JobStates)]))...)
+		}
+		if i%11 == 0 {
+			in = append(in, newJobs("a.example", "https://a.example/n1")...)
+		}
+	}
+	checkEnqueue(t, db, now, in)
+	checkEnqueue(t, db, now, in)
+	assertCounts(t, db)
+}
+
+// A database whose largest id is at or near the largest rowid: SQLite gives the next rows random
+// ids, smaller than the largest before. Each new job is still reported queued with its own id.
+func TestEnqueue_J2_NearLargestRowid(t *testing.T) {
+	for _, top := range []int64{math.MaxInt64 - 1, math.MaxInt64} {
+		t.Run(fmt.Sprint(top), func(t *testing.T) {
+			now := time.Unix(1_700_000_000, 5)
+			db, _ := openTest(t, withClock(newClock(now)))
+			require.NoError(t, db.write(bg, "top", func(w *wtx) error {
+				_, err := w.exec(`INSERT INTO jobs (id, url, key, host, state, created_at, updated_at)
+					VALUES (?, 'https://top.example/', 'https://top.example/', 'top.example', 'done', 1, 1)`, top)
+				return err
+			}))
+			in := newJobs("a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3",
+				"https://a.example/1")
+			res := checkEnqueue(t, db, now, in)
+			assert.NotEqual(t, res[0].ID, res[1].ID)
+			assert.NotEqual(t, res[1].ID, res[2].ID)
+			assert.Equal(t, res[0].ID, res[3].ID)
 		})
-	}))
-	var in []NewJob
-	for i := range 100 {
-		in = append(in, NewJob{URL: fmt.Sprintf("https://a.example/%d/%s", i, strings.Repeat("x", 300)), Host: "a.example"})
 	}
-	s, ok := enqueueBatch(in)
-	require.True(t, ok)
-	require.Greater(t, len(s), limit, "the batch is over the limit, each URL well under it")
-	checkEnqueue(t, db, in)
 }
 
-// exact refuses a NUL wherever it is, also after a character that is not ASCII; a URL holding
-// one is stored byte for byte either way.
-func TestEnqueue_J1_ExactRefusesNULAfterNonASCII(t *testing.T) {
-	for _, s := range []string{"nul\x00", "é\x00", "https://a.example/é\x00x", "✓\x00✓"} {
-		assert.False(t, exact(s), "%q", s)
-	}
+// Several Enqueues committed together (group commit) each report their own ids, and a URL sent
+// by several of them is queued once.
+func TestEnqueue_J2_ConcurrentPastesEachReportTheirOwn(t *testing.T) {
 	db, _ := openTest(t)
-	checkEnqueue(t, db, []NewJob{{URL: "https://a.example/é\x00x", Host: "a.example"},
-		{URL: "https://a.example/é", Host: "a.example"}, {URL: "https://a.example/ü\x00", Host: "a.example"}})
+	const n = 8
+	type out struct {
+		in  []engine.NewJob
+		res []engine.Enqueued
+		err error
+	}
+	ch := make(chan out, n)
+	for k := range n {
+		go func() {
+			var urls []string
+			for i := range 200 {
+				u := fmt.Sprintf("https://s.example/%d", i)
+				if i%2 == 0 {
+					u = fmt.Sprintf("https://o.example/%d/%d", k, i)
+				}
+				urls = append(urls, u)
+			}
+			in := newJobs("x.example", urls...)
+			res, err := db.Enqueue(bg, in, noAgain)
+			ch <- out{in, res, err}
+		}()
+	}
+	queued := map[string]int{}
+	for range n {
+		o := <-ch
+		require.NoError(t, o.err)
+		require.Len(t, o.res, len(o.in))
+		for i, it := range o.res {
+			j, err := db.Job(bg, it.ID)
+			require.NoError(t, err)
+			assert.Equal(t, o.in[i].URL, j.URL)
+			if !it.Duplicate {
+				queued[j.URL]++
+			}
+		}
+	}
+	assert.Len(t, queued, 200/2+n*200/2)
+	for u, c := range queued {
+		assert.Equal(t, 1, c, "%s queued once", u)
+	}
+	counts, err := db.Counts(bg)
+	require.NoError(t, err)
+	assert.Equal(t, engine.Counts{Queued: int64(len(queued))}, counts)
+}
+
+// J2: a URL whose job is queued, active, paused, done, failed, cancelled or skipped is reported as
+// a duplicate, with its job's id, state and not-before, and the job is left alone.
+func TestEnqueue_J2_DuplicateInEveryState(t *testing.T) {
+	db, _ := openTest(t)
+	for _, s := range engine.JobStates {
+		t.Run(string(s), func(t *testing.T) {
+			url := "https://a.example/" + string(s)
+			id := jobIn(t, db, url, s)
+			before, err := db.Job(bg, id)
+			require.NoError(t, err)
+			res, err := db.Enqueue(bg, newJobs("a.example", url), noAgain)
+			require.NoError(t, err)
+			assert.Equal(t, []engine.Enqueued{{ID: id, Duplicate: true, State: s, NotBefore: before.NotBefore}}, res)
+			after, err := db.Job(bg, id)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "a duplicate leaves the job alone")
+		})
+	}
+	assertCounts(t, db)
+}
+
+// J2, R5: asked to (againBelow above its id), a duplicate whose job has ended (done, failed,
+// cancelled, skipped) is queued again, due now, with a fresh attempt budget, and reported as it
+// was; a live one is left alone.
+func TestEnqueue_J2_AgainQueuesOnlyEndedJobs(t *testing.T) {
+	clock := newClock(time.Unix(1_700_000_000, 0))
+	db, _ := openTest(t, withClock(clock))
+	for i, s := range engine.JobStates {
+		t.Run(string(s), func(t *testing.T) {
+			url := "https://a.example/" + string(s)
+			id := jobIn(t, db, url, s)
+			before, err := db.Job(bg, id)
+			require.NoError(t, err)
+			later := time.Unix(1_700_000_100+int64(i), 0)
+			clock.Set(later)
+			res, err := db.Enqueue(bg, newJobs("a.example", url, url), allAgain)
+			require.NoError(t, err)
+			require.Len(t, res, 2)
+			after, err := db.Job(bg, id)
+			require.NoError(t, err)
+			if !s.Ended() {
+				assert.Equal(t, engine.Enqueued{ID: id, Duplicate: true, State: s, NotBefore: before.NotBefore}, res[0])
+				assert.Equal(t, before, after, "a live job is not queued again")
+				return
+			}
+			assert.Equal(t, engine.Enqueued{ID: id, Duplicate: true, State: s, NotBefore: later, Again: true}, res[0])
+			assert.Equal(t, engine.Enqueued{ID: id, Duplicate: true, State: engine.JobQueued, NotBefore: later}, res[1],
+				"the same URL again in the paste finds it queued")
+			assert.Equal(t, engine.JobQueued, after.State)
+			assert.True(t, later.Equal(after.NotBefore))
+			assert.Zero(t, after.Attempts, "fresh attempt budget")
+			assert.Zero(t, after.Throttled)
+			assert.Empty(t, after.LastError)
+			assert.Zero(t, after.LastStatus)
+			assert.Empty(t, after.File)
+			assert.Empty(t, after.SHA256)
+		})
+	}
+	assertCounts(t, db)
+}
+
+// J2, W3: duplicates are told apart by key, not by URL: a URL written another way with the same
+// key is the same job, and the job keeps the URL as first given.
+func TestEnqueue_J2_ReportsEachInputByKey(t *testing.T) {
+	now := time.Unix(1_700_000_000, 5)
+	db, path := openTest(t, withClock(newClock(now)))
+	old := enqueueURLs(t, db, "a.example", "https://a.example/old")[0]
+	res, err := db.Enqueue(bg, []engine.NewJob{
+		{URL: "https://a.example/1", Key: "https://a.example/1", Host: "a.example"},
+		{URL: "https://a.example/old", Key: "https://a.example/old", Host: "a.example"},
+		{URL: "https://b.example/2", Key: "https://b.example/2", Host: "b.example"},
+		{URL: "https://a.example/1", Key: "https://a.example/1", Host: "a.example"},           // twice in one paste
+		{URL: "HTTPS://A.EXAMPLE:443/1", Key: "https://a.example/1", Host: "a.example"},       // the same key
+		{URL: "https://a.example/1#frag", Key: "https://a.example/1#frag", Host: "a.example"}, // another key
+	}, noAgain)
+	require.NoError(t, err)
+	require.Len(t, res, 6)
+	assert.Equal(t, engine.Enqueued{ID: res[0].ID, State: engine.JobQueued, NotBefore: now}, res[0])
+	assert.Equal(t, engine.Enqueued{ID: old, Duplicate: true, State: engine.JobQueued, NotBefore: now}, res[1])
+	assert.False(t, res[2].Duplicate)
+	assert.Equal(t, engine.Enqueued{ID: res[0].ID, Duplicate: true, State: engine.JobQueued, NotBefore: now}, res[3])
+	assert.Equal(t, engine.Enqueued{ID: res[0].ID, Duplicate: true, State: engine.JobQueued, NotBefore: now}, res[4])
+	assert.False(t, res[5].Duplicate)
+	assert.NotEqual(t, res[0].ID, res[5].ID)
+
+	j, err := db.Job(bg, res[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, "https://a.example/1", j.URL, "the URL as first given, fetched as written")
+	assert.Equal(t, "a.example", j.Host)
+	assert.Equal(t, engine.JobQueued, j.State)
+	assert.True(t, now.Equal(j.NotBefore))
+	assert.True(t, now.Equal(j.CreatedAt))
+	assert.True(t, now.Equal(j.UpdatedAt))
+	assert.Equal(t, int64(-1), j.Size, "size unknown")
+	assert.Zero(t, j.Attempts)
+	assert.Empty(t, j.Part)
+
+	// Acknowledged means committed (S2): another connection sees the jobs at once.
+	var n int
+	require.NoError(t, rawOpenRO(t, path).QueryRow(`SELECT count(*) FROM jobs`).Scan(&n))
+	assert.Equal(t, 4, n)
+	counts, err := db.Counts(bg)
+	require.NoError(t, err)
+	assert.Equal(t, engine.Counts{Queued: 4}, counts)
+
+	none, err := db.Enqueue(bg, nil, noAgain)
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+// R5: againBelow bounds which ended duplicates are queued again: those whose id is below it (the
+// jobs that were there before the paste), not the job of its own id or any after it, and none at 0.
+func TestEnqueue_R5_AgainOnlyBelowTheBound(t *testing.T) {
+	db, _ := openTest(t)
+	ids := make([]int64, 4)
+	for i := range ids {
+		ids[i] = jobIn(t, db, fmt.Sprintf("https://a.example/%d", i), engine.JobDone)
+	}
+	urls := []string{"https://a.example/0", "https://a.example/1", "https://a.example/2", "https://a.example/3"}
+
+	res, err := db.Enqueue(bg, newJobs("a.example", urls...), noAgain)
+	require.NoError(t, err)
+	for i, it := range res {
+		assert.False(t, it.Again, "0: none is queued again (%d)", i)
+		assert.Equal(t, engine.JobDone, it.State)
+	}
+
+	res, err = db.Enqueue(bg, newJobs("a.example", urls...), ids[2])
+	require.NoError(t, err)
+	require.Len(t, res, 4)
+	for i, it := range res {
+		assert.Equal(t, ids[i], it.ID)
+		assert.True(t, it.Duplicate)
+		assert.Equal(t, engine.JobDone, it.State, "reported as it was")
+		assert.Equal(t, i < 2, it.Again, "job %d, bound %d", it.ID, ids[2])
+		j, err := db.Job(bg, it.ID)
+		require.NoError(t, err)
+		if i < 2 {
+			assert.Equal(t, engine.JobQueued, j.State)
+			assert.Zero(t, j.Attempts, "fresh budget")
+		} else {
+			assert.Equal(t, engine.JobDone, j.State, "at or above the bound: left alone")
+			assert.Equal(t, 1, j.Attempts)
+		}
+	}
+	assertCounts(t, db)
 }

@@ -1,32 +1,34 @@
 package storage
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
 // historyFixture records attempts on two hosts and returns them in the order recorded.
-func historyFixture(t *testing.T, db *DB) []Attempt {
+func historyFixture(t *testing.T, db *DB) []engine.Attempt {
 	t.Helper()
 	a := enqueueURLs(t, db, "a.example", "https://a.example/x?q=1&r=<2>")[0]
 	b := enqueueURLs(t, db, "b.example", "https://b.example/y")[0]
 	t0 := time.Unix(1_700_000_000, 123456789)
-	in := []Attempt{
-		{JobID: a, URL: "https://a.example/x?q=1&r=<2>", Host: "a.example", Attempt: 1, StartedAt: t0, Duration: 1500 * time.Microsecond,
-			Status: 429, Outcome: "throttled", Error: "too many, \"slow\"\ndown", RetryAfter: 30 * time.Second, BackoffLevel: 1, BreakerState: "closed"},
-		{JobID: b, URL: "https://b.example/y", Host: "b.example", Attempt: 1, StartedAt: t0.Add(time.Second), Duration: time.Second,
-			Status: 503, Outcome: "retry", BackoffLevel: 0, BreakerState: "open"},
-		{JobID: a, URL: "https://a.example/x?q=1&r=<2>", Host: "a.example", Attempt: 2, StartedAt: t0.Add(2 * time.Second), Duration: 2 * time.Second,
-			Status: 200, Outcome: "ok", Bytes: 4096, BackoffLevel: 0, BreakerState: "closed"},
+	in := []engine.Attempt{
+		{JobID: a, URL: "https://a.example/x?q=1&r=<2>", Host: "a.example", Attempt: 1, Throttled: 0, StartedAt: t0,
+			Duration: 1500 * time.Microsecond, Status: 429, Outcome: "throttled", Error: "too many, \"slow\"\ndown",
+			RetryAfter: 30 * time.Second, Level: 1, Breaker: engine.Closed},
+		{JobID: b, URL: "https://b.example/y", Host: "b.example", Attempt: 1, StartedAt: t0.Add(time.Second),
+			Duration: time.Second, Status: 503, Outcome: "retry", Level: 0, Breaker: engine.Open},
+		{JobID: a, URL: "https://a.example/x?q=1&r=<2>", Host: "a.example", Attempt: 1, Throttled: 1,
+			StartedAt: t0.Add(2 * time.Second), Duration: 2 * time.Second, Status: 200, Outcome: "ok", Bytes: 4096,
+			Level: 2, Breaker: engine.HalfOpen},
 	}
 	for _, x := range in {
 		require.NoError(t, db.RecordAttempt(x))
@@ -35,174 +37,170 @@ func historyFixture(t *testing.T, db *DB) []Attempt {
 	return in
 }
 
+func attemptIDs(as []engine.Attempt) []int64 {
+	var out []int64
+	for _, a := range as {
+		out = append(out, a.ID)
+	}
+	return out
+}
+
+// S3: history keeps every field of every attempt, newest first, filtered by host, outcome and job
+// and paged by id.
 func TestHistory_S3_KeepsEveryAttemptNewestFirst(t *testing.T) {
 	db, _ := openTest(t)
 	in := historyFixture(t, db)
 
-	got, err := db.HistoryPage(bg, HistoryFilter{})
+	got, err := db.History(bg, engine.HistoryQuery{})
 	require.NoError(t, err)
 	require.Len(t, got, len(in))
 	for i, g := range got {
 		want := in[len(in)-1-i]
 		assert.NotZero(t, g.ID)
-		assert.True(t, want.StartedAt.Equal(g.StartedAt))
-		g.ID, g.StartedAt, want.StartedAt = 0, time.Time{}, time.Time{}
+		want.ID = g.ID
 		assert.Equal(t, want, g, "every field is kept")
 	}
 
-	ids := func(as []Attempt) []int64 {
-		var out []int64
-		for _, a := range as {
-			out = append(out, a.ID)
-		}
-		return out
-	}
 	cases := []struct {
 		name string
-		f    HistoryFilter
+		q    engine.HistoryQuery
 		want []int64
 	}{
-		{"host", HistoryFilter{Host: "a.example"}, []int64{got[0].ID, got[2].ID}},
-		{"outcome", HistoryFilter{Outcome: "retry"}, []int64{got[1].ID}},
-		{"another outcome, a page on", HistoryFilter{Outcome: "throttled", BeforeID: got[1].ID}, []int64{got[2].ID}},
-		{"successes", HistoryFilter{Outcome: "ok"}, []int64{got[0].ID}},
-		{"host and outcome", HistoryFilter{Host: "a.example", Outcome: "ok"}, []int64{got[0].ID}},
-		{"job", HistoryFilter{JobID: in[1].JobID}, []int64{got[1].ID}},
-		{"first page", HistoryFilter{Limit: 2}, []int64{got[0].ID, got[1].ID}},
-		{"next page", HistoryFilter{BeforeID: got[1].ID, Limit: 2}, []int64{got[2].ID}},
+		{"host", engine.HistoryQuery{Host: "a.example"}, []int64{got[0].ID, got[2].ID}},
+		{"outcome", engine.HistoryQuery{Outcome: "retry"}, []int64{got[1].ID}},
+		{"another outcome, a page on", engine.HistoryQuery{Outcome: "throttled", BeforeID: got[1].ID}, []int64{got[2].ID}},
+		{"successes", engine.HistoryQuery{Outcome: "ok"}, []int64{got[0].ID}},
+		{"host and outcome", engine.HistoryQuery{Host: "a.example", Outcome: "ok"}, []int64{got[0].ID}},
+		{"host and another outcome", engine.HistoryQuery{Host: "a.example", Outcome: "throttled"}, []int64{got[2].ID}},
+		{"job", engine.HistoryQuery{JobID: in[1].JobID}, []int64{got[1].ID}},
+		{"job and host", engine.HistoryQuery{JobID: in[1].JobID, Host: "a.example"}, nil},
+		{"first page", engine.HistoryQuery{Limit: 2}, []int64{got[0].ID, got[1].ID}},
+		{"next page", engine.HistoryQuery{BeforeID: got[1].ID, Limit: 2}, []int64{got[2].ID}},
+		{"past the end", engine.HistoryQuery{BeforeID: got[2].ID}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			page, err := db.HistoryPage(bg, c.f)
+			page, err := db.History(bg, c.q)
 			require.NoError(t, err)
-			assert.Equal(t, c.want, ids(page))
+			assert.Equal(t, c.want, attemptIDs(page))
 		})
 	}
 }
 
-func TestExportHistoryJSON_S9_OneObjectPerLine(t *testing.T) {
+// S3, U6: paging through a long history by BeforeID reads every attempt once, newest first.
+func TestHistory_U6_KeysetPagingReadsEachOnce(t *testing.T) {
 	db, _ := openTest(t)
-	in := historyFixture(t, db)
-	var buf bytes.Buffer
-	require.NoError(t, db.ExportHistoryJSON(bg, &buf, HistoryFilter{Host: "a.example"}))
-
-	wantKeys := append([]string(nil), HistoryCSVHeader...)
-	sort.Strings(wantKeys)
-	sc := bufio.NewScanner(&buf)
-	var lines []map[string]any
-	for sc.Scan() {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), sc.Text())
-		var keys []string
-		for k := range m {
-			keys = append(keys, k)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+	const n = 250
+	for i := range n {
+		outcome := "ok"
+		if i%3 == 0 {
+			outcome = "retry"
 		}
-		sort.Strings(keys)
-		assert.Equal(t, wantKeys, keys)
-		lines = append(lines, m)
+		require.NoError(t, db.RecordAttempt(engine.Attempt{JobID: id, URL: "u", Host: "a.example", Attempt: i, Outcome: outcome}))
 	}
-	require.Len(t, lines, 2)
-	first := lines[1] // newest first: the oldest a.example attempt is last
-	started, err := time.Parse(time.RFC3339Nano, first["started_at"].(string))
-	require.NoError(t, err)
-	assert.True(t, in[0].StartedAt.Equal(started), "started_at is RFC 3339 with nanoseconds")
-	assert.Equal(t, "2023-11-14T22:13:20.123456789Z", first["started_at"])
-	assert.Equal(t, 1.5, first["duration_ms"])
-	assert.Equal(t, 30000.0, first["retry_after_ms"])
-	assert.Equal(t, 429.0, first["status"])
-	assert.Equal(t, "throttled", first["outcome"])
-	assert.Equal(t, in[0].URL, first["url"])
-	assert.Equal(t, in[0].Error, first["error"])
-	assert.Equal(t, "closed", first["breaker_state"])
-	assert.Equal(t, 1.0, first["backoff_level"])
-	assert.Equal(t, float64(in[0].JobID), first["job_id"])
-	assert.Equal(t, 1.0, first["attempt"])
-	assert.Equal(t, 0.0, first["bytes"])
-	assert.Equal(t, "a.example", first["host"])
-}
-
-func TestHistoryLine_S9_StartedAtAlwaysHasNineDigits(t *testing.T) {
-	for _, tt := range []struct {
-		ns   int
-		want string
-	}{
-		{0, "2023-11-14T22:13:20.000000000Z"},
-		{550_000_000, "2023-11-14T22:13:20.550000000Z"},
-		{557_853_740, "2023-11-14T22:13:20.557853740Z"},
-		{1, "2023-11-14T22:13:20.000000001Z"},
-	} {
-		at := time.Unix(1_700_000_000, int64(tt.ns)).In(time.FixedZone("CET", 3600))
-		got := toLine(Attempt{StartedAt: at}).StartedAt
-		assert.Equal(t, tt.want, got)
-		back, err := time.Parse(time.RFC3339Nano, got)
-		require.NoError(t, err)
-		assert.True(t, back.Equal(at))
+	require.NoError(t, db.Flush(bg))
+	for _, outcome := range []string{"", "ok", "retry"} {
+		var seen []int
+		q := engine.HistoryQuery{Outcome: outcome, Limit: 32}
+		for {
+			page, err := db.History(bg, q)
+			require.NoError(t, err)
+			for _, a := range page {
+				seen = append(seen, a.Attempt)
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			q.BeforeID = page[len(page)-1].ID
+		}
+		var want []int
+		for i := n - 1; i >= 0; i-- {
+			if outcome == "" || (outcome == "retry") == (i%3 == 0) {
+				want = append(want, i)
+			}
+		}
+		assert.Equal(t, want, seen, "outcome %q", outcome)
 	}
 }
 
-func TestExportHistoryCSV_U6_HeaderAndQuotedRows(t *testing.T) {
+// S9, U6: the exports read the database through the engine's Reader: what storage keeps comes out
+// in the lines (JSON and CSV), started_at to the nanosecond. (The shapes themselves are the
+// engine's, tested in engine/export_test.go.)
+func TestExport_S9_HistoryOverTheDatabase(t *testing.T) {
 	db, _ := openTest(t)
 	in := historyFixture(t, db)
+
 	var buf bytes.Buffer
-	require.NoError(t, db.ExportHistoryCSV(bg, &buf, HistoryFilter{}))
+	require.NoError(t, engine.WriteHistoryJSON(bg, &buf, db, engine.HistoryQuery{Host: "a.example"}))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2)
+	var oldest map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &oldest))
+	assert.Equal(t, "2023-11-14T22:13:20.123456789Z", oldest["started_at"])
+	assert.Equal(t, 1.5, oldest["duration_ms"])
+	assert.Equal(t, 30000.0, oldest["retry_after_ms"])
+	assert.Equal(t, 429.0, oldest["status"])
+	assert.Equal(t, "throttled", oldest["outcome"])
+	assert.Equal(t, in[0].URL, oldest["url"])
+	assert.Equal(t, in[0].Error, oldest["error"])
+	assert.Equal(t, "closed", oldest["breaker_state"])
+	assert.Equal(t, 1.0, oldest["backoff_level"])
+	assert.Equal(t, float64(in[0].JobID), oldest["job_id"])
+	var newest map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &newest))
+	assert.Equal(t, "half-open", newest["breaker_state"])
+	assert.Equal(t, 1.0, newest["throttled"])
+	assert.Equal(t, 4096.0, newest["bytes"])
+
+	buf.Reset()
+	require.NoError(t, engine.WriteHistoryCSV(bg, &buf, db, engine.HistoryQuery{}))
 	recs, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, recs, len(in)+1)
-	assert.Equal(t, HistoryCSVHeader, recs[0])
-	oldest := recs[len(recs)-1]
-	col := func(name string) string {
-		for i, h := range HistoryCSVHeader {
+	assert.Equal(t, engine.HistoryCSVHeader, recs[0])
+	col := func(rec []string, name string) string {
+		for i, h := range engine.HistoryCSVHeader {
 			if h == name {
-				return oldest[i]
+				return rec[i]
 			}
 		}
 		t.Fatalf("no column %s", name)
 		return ""
 	}
-	assert.Equal(t, in[0].Error, col("error"), "commas, quotes and newlines survive")
-	assert.Equal(t, in[0].URL, col("url"))
-	assert.Equal(t, "1.5", col("duration_ms"))
-	assert.Equal(t, "30000", col("retry_after_ms"))
-	assert.Equal(t, "2023-11-14T22:13:20.123456789Z", col("started_at"))
-	assert.Equal(t, "throttled", col("outcome"))
+	last := recs[len(recs)-1]
+	assert.Equal(t, in[0].Error, col(last, "error"), "commas, quotes and newlines survive")
+	assert.Equal(t, "2023-11-14T22:13:20.123456789Z", col(last, "started_at"))
+	assert.Equal(t, "open", col(recs[2], "breaker_state"))
 }
 
-func TestExportJobsJSON_S9_Fields(t *testing.T) {
+// S9: a job export says which done job has yet to take its final name, until it has it.
+func TestExport_S9_JobsOverTheDatabase(t *testing.T) {
 	db, _ := openTest(t)
-	id := jobIn(t, db, "https://a.example/f", StateDone)
+	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
 	enqueueURLs(t, db, "b.example", "https://b.example/q")
-	var buf bytes.Buffer
-	require.NoError(t, db.ExportJobsJSON(bg, &buf, JobFilter{State: StateDone}))
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	require.Len(t, lines, 1)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &m))
-	assert.Equal(t, map[string]any{
-		"id": float64(id), "url": "https://a.example/f", "host": "a.example", "state": "done", "file": "f",
-		"bytes": 1.0, "sha256": "aa", "attempts": 1.0, "throttled": 0.0, "last_error": "",
-	}, m)
-}
-
-// A done job whose file has yet to take its name (a crash between the two) says so, until it has
-// its name.
-func TestExportJobsJSON_UnnamedUntilNamed(t *testing.T) {
-	db, _ := openTest(t)
-	id := jobIn(t, db, "https://a.example/f", StateActive)
-	_, err := db.FinishJobs(bg, []Finish{{Attempt: Attempt{JobID: id, URL: "https://a.example/f", Host: "a.example",
-		Attempt: 1, StartedAt: time.Unix(1_800_000_000, 0), Outcome: "ok", Bytes: 3},
-		Done: Done{File: "f", Bytes: 3, SHA256: "abc", Status: 200, Held: true}}})
+	_, err := db.Start(bg, id, "f.part")
 	require.NoError(t, err)
+	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobDone, File: "f", SHA256: "aa", Status: 200,
+		Resume: engine.Resume{Part: "f.part", Bytes: 1, Size: 1}}))
 	line := func() map[string]any {
+		t.Helper()
 		var buf bytes.Buffer
-		require.NoError(t, db.ExportJobsJSON(bg, &buf, JobFilter{}))
+		require.NoError(t, engine.WriteJobsJSON(bg, &buf, db, engine.JobQuery{State: engine.JobDone}))
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		require.Len(t, lines, 1)
 		var m map[string]any
-		require.NoError(t, json.Unmarshal(buf.Bytes(), &m))
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &m))
 		return m
 	}
 	m := line()
+	assert.Equal(t, float64(id), m["id"])
 	assert.Equal(t, "done", m["state"])
+	assert.Equal(t, "f", m["file"])
+	assert.Equal(t, "aa", m["sha256"])
+	assert.Equal(t, 1.0, m["attempts"])
 	assert.Equal(t, true, m["unnamed"])
-	require.NoError(t, db.Named([]Named{{JobID: id}}))
+	require.NoError(t, db.Named(id))
 	require.NoError(t, db.Flush(bg))
 	assert.NotContains(t, line(), "unnamed")
 }

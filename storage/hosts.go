@@ -6,57 +6,26 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+
+	"heed/engine"
 )
 
-// HostRow is the persisted politeness state of one host (S4; G10, B6).
-type HostRow struct {
-	Host string
-	// Tunables is the host's own settings as JSON, owned by the engine; nil means the host
-	// follows the defaults.
-	Tunables    json.RawMessage
-	Paused      bool
-	PauseReason string
-	Level       int       // backoff level
-	Streak      int       // successes since the last level change
-	Gate        time.Time // no request before this; zero = no gate
-	Breaker     int       // breaker state, as the engine numbers it
-	Failures    int       // consecutive failures counted by the breaker
-	OpenedAt    time.Time // when the breaker last opened; zero = never
-	LastStatus  int
-	Throttles   int64     // throttle responses seen from the host
-	Tokens      float64   // tokens left in the host's bucket at TokensAt (G2)
-	TokensAt    time.Time // when Tokens was read; zero = never (a full bucket)
-	SpaceUntil  time.Time // end of the jitter spacing after the last request (G4); zero = none
-	UpdatedAt   time.Time // set by SaveHost when zero
-}
-
-// HostEvent is one entry of a host's timeline: a throttle, a breaker transition, a decay, a user
-// action (S4).
-type HostEvent struct {
-	ID     int64 // set by the database
-	Host   string
-	At     time.Time
-	Kind   string
-	Detail string
-}
-
-// SaveHost queues an insert-or-replace of the host's row; it returns at once and is committed
-// with the next batch (S5). Flush waits for it. Tunables, if set, must be valid JSON.
-func (db *DB) SaveHost(h HostRow) error {
+// SaveHost queues an insert-or-replace of a host's politeness state (S4; G10, B6); it returns at
+// once and is committed with the next batch (S5). The job counts in the row are the triggers'
+// and are left as they are.
+func (db *DB) SaveHost(h engine.HostState) error {
 	if h.Host == "" {
 		return errors.New("storage: SaveHost: empty host")
 	}
-	var tun any // NULL unless set
+	var tun any // NULL: the host follows the defaults
 	if h.Tunables != nil {
-		if !json.Valid(h.Tunables) {
-			return fmt.Errorf("storage: SaveHost %s: tunables are not valid JSON", h.Host)
+		b, err := json.Marshal(h.Tunables)
+		if err != nil {
+			return fmt.Errorf("storage: SaveHost %s: %w", h.Host, err)
 		}
-		tun = string(h.Tunables)
+		tun = string(b)
 	}
-	if h.UpdatedAt.IsZero() {
-		h.UpdatedAt = db.now()
-	}
+	updated := nanos(db.now())
 	return db.queue("save host "+h.Host, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO hosts (host, tunables_json, paused, pause_reason, level, streak, gate,
 			breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until, updated_at)
@@ -67,48 +36,54 @@ func (db *DB) SaveHost(h HostRow) error {
 			opened_at = excluded.opened_at, last_status = excluded.last_status, throttles = excluded.throttles,
 			tokens = excluded.tokens, tokens_at = excluded.tokens_at, space_until = excluded.space_until,
 			updated_at = excluded.updated_at`,
-			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), h.Breaker, h.Failures,
-			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil),
-			nanos(h.UpdatedAt))
+			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), int(h.Breaker), h.Failures,
+			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil), updated)
 		return err
 	})
 }
 
-// AppendHostEvent queues an event for the host's timeline; it returns at once and is committed
-// with the next batch (S5). A zero At means now.
-func (db *DB) AppendHostEvent(e HostEvent) error {
+// AppendEvent queues an event for the host's timeline; it returns at once and is committed with
+// the next batch (S5). A zero At means now.
+func (db *DB) AppendEvent(e engine.Event) error {
 	if e.At.IsZero() {
 		e.At = db.now()
 	}
 	return db.queue("host event", func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO host_events (host, at, kind, detail) VALUES (?, ?, ?, ?)`,
-			e.Host, nanos(e.At), e.Kind, e.Detail)
+			e.Host, nanos(e.At), e.Kind.String(), e.Detail)
 		return err
 	})
 }
 
-// Hosts returns every saved host row, ordered by host.
-func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
+// Hosts returns every host row, with its politeness state and job counts, ordered by host. Saved
+// tunables that no longer decode are dropped: the host follows the defaults.
+func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, tunables_json, paused, pause_reason, level, streak,
 		gate, breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until,
-		updated_at FROM hosts ORDER BY host`)
+		updated_at, queued, active, paused_jobs, done, failed, cancelled, skipped FROM hosts ORDER BY host`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []HostRow
+	var out []engine.HostState
 	for rows.Next() {
-		var h HostRow
+		var h engine.HostState
 		var tun sql.NullString
 		var gate, opened, tokensAt, spaceUntil, updated int64
+		var breaker int
+		c := &h.Counts
 		if err := rows.Scan(&h.Host, &tun, &h.Paused, &h.PauseReason, &h.Level, &h.Streak, &gate,
-			&h.Breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &h.Tokens, &tokensAt, &spaceUntil,
-			&updated); err != nil {
+			&breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &h.Tokens, &tokensAt, &spaceUntil,
+			&updated, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped); err != nil {
 			return nil, err
 		}
 		if tun.Valid {
-			h.Tunables = json.RawMessage(tun.String)
+			var t engine.Tunables
+			if json.Unmarshal([]byte(tun.String), &t) == nil {
+				h.Tunables = &t
+			}
 		}
+		h.Breaker = engine.BreakerState(breaker)
 		h.Gate, h.OpenedAt, h.UpdatedAt = fromNanos(gate), fromNanos(opened), fromNanos(updated)
 		h.TokensAt, h.SpaceUntil = fromNanos(tokensAt), fromNanos(spaceUntil)
 		out = append(out, h)
@@ -116,43 +91,44 @@ func (db *DB) Hosts(ctx context.Context) ([]HostRow, error) {
 	return out, rows.Err()
 }
 
-const qHostEvents = `SELECT id, host, at, kind, detail FROM host_events WHERE host = ? ORDER BY id DESC LIMIT ?`
-
 // HostEvents returns up to limit events of host, newest first (limit 0 = all).
-func (db *DB) HostEvents(ctx context.Context, host string, limit int) ([]HostEvent, error) {
+func (db *DB) HostEvents(ctx context.Context, host string, limit int) ([]engine.Event, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := db.r.QueryContext(ctx, qHostEvents, host, limit)
+	rows, err := db.r.QueryContext(ctx, `SELECT host, at, kind, detail FROM host_events WHERE host = ?
+		ORDER BY id DESC LIMIT ?`, host, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []HostEvent
+	var out []engine.Event
 	for rows.Next() {
-		var e HostEvent
+		var e engine.Event
 		var at int64
-		if err := rows.Scan(&e.ID, &e.Host, &at, &e.Kind, &e.Detail); err != nil {
+		var kind string
+		if err := rows.Scan(&e.Host, &at, &kind, &e.Detail); err != nil {
 			return nil, err
 		}
 		e.At = fromNanos(at)
+		e.Kind, _ = engine.ParseEventKind(kind)
 		out = append(out, e)
 	}
 	return out, rows.Err()
 }
 
-// GetSetting returns the value stored under key, or ErrNotFound.
-func (db *DB) GetSetting(ctx context.Context, key string) (string, error) {
+// Setting returns the value stored under key, "" when there is none.
+func (db *DB) Setting(ctx context.Context, key string) (string, error) {
 	var v string
 	err := db.r.QueryRowContext(ctx, `SELECT value FROM settings WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", fmt.Errorf("setting %q: %w", key, ErrNotFound)
+		return "", nil
 	}
 	return v, err
 }
 
-// SetSetting stores value under key (defaults JSON, download folder, UI preferences) and returns
-// after it committed.
+// SetSetting stores value under key (defaults, global limits, whether a run is going) and
+// returns after it committed.
 func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 	return db.write(ctx, "set setting", func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO settings (key, value) VALUES (?, ?)
@@ -160,3 +136,16 @@ func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 		return err
 	})
 }
+
+// Counts returns the jobs by state over all hosts, from the hosts rows.
+func (db *DB) Counts(ctx context.Context) (engine.Counts, error) {
+	var c engine.Counts
+	err := db.r.QueryRowContext(ctx, `SELECT coalesce(sum(queued), 0), coalesce(sum(active), 0),
+		coalesce(sum(paused_jobs), 0), coalesce(sum(done), 0), coalesce(sum(failed), 0),
+		coalesce(sum(cancelled), 0), coalesce(sum(skipped), 0) FROM hosts`).
+		Scan(&c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped)
+	return c, err
+}
+
+// Store is db as the engine's Store.
+var _ engine.Store = (*DB)(nil)

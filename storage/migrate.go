@@ -4,13 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 )
 
 //go:embed migrations/*.sql
@@ -74,7 +74,9 @@ func schemaVersion(ctx context.Context, q interface {
 
 // migrate applies every migration newer than the database's user_version, each in its own
 // transaction together with the new user_version, so a crash leaves the schema at a whole step.
-// A database newer than the newest migration is refused with ErrSchemaTooNew.
+// Foreign keys are off while a step runs (a step may rebuild a table others refer to, SQLite's
+// twelve-step way) and checked before it commits. A database newer than the newest migration is
+// refused with ErrSchemaTooNew.
 func migrate(ctx context.Context, db *sql.DB, ms []migration) error {
 	return migrateTo(ctx, db, ms, len(ms))
 }
@@ -87,49 +89,47 @@ func migrateTo(ctx context.Context, db *sql.DB, ms []migration, target int) erro
 	if have > len(ms) {
 		return fmt.Errorf("%w: schema version %d, this Heed knows up to %d", ErrSchemaTooNew, have, len(ms))
 	}
+	if have >= target {
+		return nil
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+		return err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
 	for _, m := range ms[have:target] {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("storage: migration %s: %w", m.Name, err)
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
-			tx.Rollback()
-			return fmt.Errorf("storage: migration %s: %w", m.Name, err)
-		}
-		if err := tx.Commit(); err != nil {
+		if err := step(ctx, conn, m); err != nil {
 			return fmt.Errorf("storage: migration %s: %w", m.Name, err)
 		}
 	}
 	return nil
 }
 
-// recoverActive queues again every job a crash left active — those whose starts it left in the
-// start log too — keeping its partial file, bytes and validators for resume (S2), and lists
-// them as interrupted (see Interrupted), in one transaction.
-// It returns how many it queued. Nothing else moves.
-func recoverActive(ctx context.Context, db *sql.DB, now time.Time, starts []startRec) (int64, error) {
-	tx, err := db.BeginTx(ctx, nil)
+// step applies one migration in one transaction.
+func step(ctx context.Context, conn *sql.Conn, m migration) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer tx.Rollback()
-	if err := replayStarts(ctx, tx, starts); err != nil {
-		return 0, err
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return err
 	}
-	if _, err := tx.ExecContext(ctx, qInterrupt); err != nil {
-		return 0, err
-	}
-	res, err := tx.ExecContext(ctx, qRecover, nanos(now))
+	rows, err := tx.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {
-		return 0, err
+		return err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, err
+	bad := rows.Next()
+	rows.Close()
+	if bad {
+		return errors.New("it leaves rows whose foreign keys refer to nothing")
 	}
-	return n, tx.Commit()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.Version)); err != nil {
+		return err
+	}
+	return tx.Commit()
 }

@@ -1,60 +1,267 @@
 package storage
 
 import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	sqlite3 "github.com/mattn/go-sqlite3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
-// TestQueryPlans_IndexesForScale holds the plans that keep Heed fast at 1,000,000 jobs over
-// 100,000 hosts: each query seeks the index named, and none sorts its result in a temporary
-// b-tree (which would mean reading every matching row before the first one is returned).
-func TestQueryPlans_IndexesForScale(t *testing.T) {
-	db, _ := openTest(t)
-	q := func(query string, _ []any) string { return query }
+// loggedQuery is one statement a traced connection was asked to run, with its arguments.
+type loggedQuery struct {
+	query string
+	args  []any
+}
+
+// queryLog records the statements of traced connections.
+type queryLog struct {
+	mu sync.Mutex
+	qs []loggedQuery
+}
+
+func (l *queryLog) add(query string, args []driver.NamedValue) {
+	vs := make([]any, len(args))
+	for i, a := range args {
+		vs[i] = a.Value
+	}
+	l.mu.Lock()
+	l.qs = append(l.qs, loggedQuery{query, vs})
+	l.mu.Unlock()
+}
+
+func (l *queryLog) take() []loggedQuery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	qs := l.qs
+	l.qs = nil
+	return qs
+}
+
+// traceConnector opens go-sqlite3 connections that record every statement they run, so that
+// the plans checked are those of the statements the DB's methods really send.
+type traceConnector struct {
+	dsn string
+	log *queryLog
+}
+
+func (c traceConnector) Connect(context.Context) (driver.Conn, error) {
+	conn, err := (&sqlite3.SQLiteDriver{}).Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &traceConn{SQLiteConn: conn.(*sqlite3.SQLiteConn), log: c.log}, nil
+}
+
+func (c traceConnector) Driver() driver.Driver { return &sqlite3.SQLiteDriver{} }
+
+type traceConn struct {
+	*sqlite3.SQLiteConn
+	log *queryLog
+}
+
+func (c *traceConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	c.log.add(query, args)
+	return c.SQLiteConn.QueryContext(ctx, query, args)
+}
+
+func (c *traceConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.log.add(query, args)
+	return c.SQLiteConn.ExecContext(ctx, query, args)
+}
+
+func (c *traceConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	c.log.add(query, nil)
+	return c.SQLiteConn.PrepareContext(ctx, query)
+}
+
+// planOf returns SQLite's query plan of q, one line a step.
+func planOf(t *testing.T, db *sql.DB, q loggedQuery) string {
+	t.Helper()
+	args := q.args
+	if args == nil {
+		args = make([]any, strings.Count(q.query, "?")) // NULLs: the plan does not depend on them
+	}
+	rows, err := db.Query("EXPLAIN QUERY PLAN "+q.query, args...)
+	require.NoError(t, err, q.query)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(plan, "\n")
+}
+
+// TestQueryPlans_Q1_IndexesForScale holds the plans that keep Heed fast at 1,000,000 jobs over
+// 100,000 hosts: each read the window, the command line and the frontier make seeks the index
+// named — NextJobs the queue index, listing hosts and their counts never reads jobs — and none
+// sorts its result in a temporary b-tree (which would mean reading every matching row before the
+// first one is returned). The statements are those the methods send, recorded on the way.
+func TestQueryPlans_Q1_IndexesForScale(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
+	log := &queryLog{}
+	traced := sql.OpenDB(traceConnector{dsn: dsn(path, "mode=ro&_busy_timeout=5000"), log: log})
+	orig := db.r
+	db.r = traced
+	t.Cleanup(func() { db.r = orig; traced.Close() })
+
+	some := func(_ any, err error) error { return err }
 	cases := []struct {
-		name  string
-		query string
-		want  string
+		name string
+		call func() error
+		want []string // in the plan
+		not  []string // not in the plan
+		seek string   // a regexp the plan matches
 	}{
-		{"load queued jobs by host", qForEachQueued, "COVERING INDEX jobs_state_host_due (state=?)"},
-		{"next due of one host", qHostDueJobs, "COVERING INDEX jobs_state_host_due (state=? AND host=?)"},
-		{"counts by state", qCountsByState, "COVERING INDEX jobs_state_host_due"},
-		{"counts by state: total", qCountsByState, "COVERING INDEX jobs_host"},
-		{"counts by host and state", qCountsByHost, "COVERING INDEX jobs_state_host_due"},
-		{"counts by host and state: totals", qCountsByHost, "COVERING INDEX jobs_host"},
-		{"recover active jobs", qRecover, "INDEX jobs_state_host_due (state=?)"},
-		{"job by URL", `SELECT ` + jobCols + ` FROM jobs WHERE url = ?`, "INDEX jobs_url (url=?)"},
-		{"jobs page by state", q(JobFilter{State: StateQueued, AfterID: 1, Limit: 100}.query(jobCols)), "INTEGER PRIMARY KEY (rowid>?)"},
-		{"jobs of one host", q(JobFilter{Host: "a.example"}.query(jobCols)), "INDEX jobs_host (host=?)"},
-		{"jobs of one host in one state", q(JobFilter{Host: "a.example", State: StateDone, AfterID: 9, Limit: 100}.query(jobCols)), "INDEX jobs_host (host=? AND rowid>?)"},
-		{"history of a host", q(HistoryFilter{Host: "a.example", Limit: 100}.query()), "attempts_host (host=?)"},
-		{"history of a host by outcome", q(HistoryFilter{Host: "a.example", Outcome: "ok", BeforeID: 9, Limit: 100}.query()), "attempts_host (host=? AND id<?)"},
-		{"history of successes", q(HistoryFilter{Outcome: "ok", Limit: 100}.query()), "SCAN attempts"},
-		{"history by another outcome", q(HistoryFilter{Outcome: "throttled", BeforeID: 9, Limit: 100}.query()), "attempts_outcome (outcome=? AND id<?)"},
-		{"history page", q(HistoryFilter{BeforeID: 9, Limit: 100}.query()), "INTEGER PRIMARY KEY (rowid<?)"},
-		{"history of a job", q(HistoryFilter{JobID: 1}.query()), "attempts_job (job_id=?)"},
-		{"host timeline", qHostEvents, "host_events_host (host=?)"},
+		// The cursor is sought whole, its id too: a paste queues thousands of jobs of a host with
+		// one not_before, and a refill in the middle of them must not walk those before it.
+		{"next queued jobs of a host", func() error {
+			return some(db.NextJobs(bg, "a.example", engine.Cursor{NotBefore: 5, ID: ids[0]}, 64))
+		}, []string{"INDEX jobs_queue (host=?"}, []string{"SCAN"},
+			`jobs_queue \(host=\? AND (\(not_before,id\)>\(\?,\?\)|not_before=\? AND id>\?)\)`},
+		{"next queued jobs of a host, from the start", func() error {
+			return some(db.NextJobs(bg, "a.example", engine.Cursor{}, 64))
+		}, []string{"INDEX jobs_queue (host=?"}, nil, ""},
+		{"hosts and their counts", func() error { return some(db.Hosts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
+		{"counts over all hosts", func() error { return some(db.Counts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
+		{"one job", func() error { return some(db.Job(bg, ids[0])) }, []string{"INTEGER PRIMARY KEY (rowid=?)"}, nil, ""},
+		{"jobs page", func() error { return some(db.Jobs(bg, engine.JobQuery{AfterID: 1, Limit: 100})) },
+			[]string{"INTEGER PRIMARY KEY (rowid>?)"}, nil, ""},
+		{"jobs page, newest first", func() error {
+			return some(db.Jobs(bg, engine.JobQuery{Newest: true, BeforeID: 9, Limit: 100}))
+		}, []string{"INTEGER PRIMARY KEY (rowid<?)"}, nil, ""},
+		{"jobs in a state", func() error {
+			return some(db.Jobs(bg, engine.JobQuery{State: engine.JobQueued, AfterID: 1, Limit: 100}))
+		}, []string{"INDEX jobs_state (state=? AND id>?)"}, nil, ""},
+		{"jobs in a state, newest first", func() error {
+			return some(db.Jobs(bg, engine.JobQuery{State: engine.JobFailed, Newest: true, Limit: 100}))
+		}, []string{"INDEX jobs_state (state=?)"}, nil, ""},
+		{"jobs of a host", func() error { return some(db.Jobs(bg, engine.JobQuery{Host: "a.example", Limit: 100})) },
+			[]string{"INDEX jobs_host (host=?)"}, nil, ""},
+		{"jobs of a host in a state", func() error {
+			return some(db.Jobs(bg, engine.JobQuery{Host: "a.example", State: engine.JobDone, AfterID: 9, Limit: 100}))
+		}, []string{"SEARCH jobs USING INDEX jobs_"}, []string{"SCAN"}, ""},
+		{"done jobs to name", func() error { return some(db.Unnamed(bg)) }, []string{"INDEX jobs_state (state=?)"}, nil, ""},
+		{"history of a host", func() error { return some(db.History(bg, engine.HistoryQuery{Host: "a.example", Limit: 100})) },
+			[]string{"attempts_host (host=?)"}, nil, ""},
+		{"history of a host by outcome", func() error {
+			return some(db.History(bg, engine.HistoryQuery{Host: "a.example", Outcome: "ok", BeforeID: 9, Limit: 100}))
+		}, []string{"attempts_host (host=? AND id<?)"}, nil, ""},
+		{"history of successes", func() error { return some(db.History(bg, engine.HistoryQuery{Outcome: "ok", Limit: 100})) },
+			[]string{"SCAN attempts"}, nil, ""},
+		{"history by another outcome", func() error {
+			return some(db.History(bg, engine.HistoryQuery{Outcome: "throttled", BeforeID: 9, Limit: 100}))
+		}, []string{"attempts_outcome (outcome=? AND id<?)"}, nil, ""},
+		{"history page", func() error { return some(db.History(bg, engine.HistoryQuery{BeforeID: 9, Limit: 100})) },
+			[]string{"INTEGER PRIMARY KEY (rowid<?)"}, nil, ""},
+		{"history of a job", func() error { return some(db.History(bg, engine.HistoryQuery{JobID: 1})) },
+			[]string{"attempts_job (job_id=?)"}, nil, ""},
+		{"host timeline", func() error { return some(db.HostEvents(bg, "a.example", 50)) },
+			[]string{"host_events_host (host=?)"}, nil, ""},
+		{"a setting", func() error { return some(db.Setting(bg, "folder")) }, []string{"settings USING INDEX"}, nil, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			args := make([]any, strings.Count(c.query, "?")) // NULLs: the plan does not depend on them
-			rows, err := db.r.Query("EXPLAIN QUERY PLAN "+c.query, args...)
-			require.NoError(t, err)
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-				plan = append(plan, detail)
+			log.take()
+			require.NoError(t, c.call())
+			var reads []loggedQuery
+			for _, q := range log.take() {
+				if !strings.HasPrefix(strings.TrimSpace(q.query), "PRAGMA") {
+					reads = append(reads, q)
+				}
 			}
-			require.NoError(t, rows.Err())
-			all := strings.Join(plan, "\n")
-			assert.Contains(t, all, c.want)
-			assert.NotContains(t, all, "TEMP B-TREE")
+			require.Len(t, reads, 1, "one statement")
+			plan := planOf(t, orig, reads[0])
+			t.Logf("%s\n%s", reads[0].query, plan)
+			for _, w := range c.want {
+				assert.Contains(t, plan, w)
+			}
+			for _, n := range c.not {
+				assert.NotContains(t, plan, n)
+			}
+			if c.seek != "" {
+				assert.Regexp(t, c.seek, plan)
+			}
+			assert.NotContains(t, plan, "TEMP B-TREE")
 		})
 	}
+}
+
+// Every statement the writer sends — the transitions, the background writes — finds its rows
+// through a key or an index: none reads through jobs, attempts or hosts to find them. Recovery at
+// Open finds the active jobs through jobs_state.
+func TestQueryPlans_Q1_WritesSeek(t *testing.T) {
+	db, path := openTest(t)
+	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2", "https://a.example/3")
+	_, err := db.Enqueue(bg, newJobs("a.example", "https://a.example/1"), allAgain) // a duplicate
+	require.NoError(t, err)
+	_, err = db.Start(bg, ids[0], "1.part")
+	require.NoError(t, err)
+	require.NoError(t, db.SetPart(bg, ids[0], "1 (1).part"))
+	require.NoError(t, db.Note(ids[0], engine.Resume{Part: "1 (1).part", Bytes: 1, Size: 2}))
+	require.NoError(t, db.RecordAttempt(*row(ids[0], "redirect", 301)))
+	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[0], State: engine.JobDone, Attempt: row(ids[0], "ok", 200), File: "1"}))
+	require.NoError(t, db.Rename(bg, ids[0], "1 (1)"))
+	require.NoError(t, db.Named(ids[0]))
+	_, err = db.Start(bg, ids[1], "")
+	require.NoError(t, err)
+	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[1], State: engine.JobQueued}))
+	_, err = db.Start(bg, ids[1], "")
+	require.NoError(t, err)
+	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[1], State: engine.JobFailed}))
+	_, err = db.Start(bg, ids[2], "")
+	require.NoError(t, err)
+	_, err = db.SetState(bg, ids[2:], pausable, engine.JobPaused)
+	require.NoError(t, err)
+	require.ErrorIs(t, db.Finish(bg, engine.End{JobID: ids[2], State: engine.JobQueued}), engine.ErrNotQueued)
+	_, err = db.SetState(bg, ids[:2], retryable, engine.JobQueued)
+	require.NoError(t, err)
+	_, err = db.Enqueue(bg, newJobs("a.example", "https://a.example/1"), allAgain)
+	require.NoError(t, err)
+	require.NoError(t, db.SaveHost(engine.HostState{Host: "a.example"}))
+	require.NoError(t, db.AppendEvent(engine.Event{Host: "a.example", Kind: engine.EventThrottle}))
+	require.NoError(t, db.SetSetting(bg, "k", "v"))
+	require.NoError(t, db.Flush(bg)) // the writer is idle: its statements may be read
+
+	var queries []string
+	for q := range db.prepared {
+		queries = append(queries, q)
+	}
+	sort.Strings(queries)
+	require.GreaterOrEqual(t, len(queries), 10, "the writer's statements")
+	for _, q := range queries {
+		plan := planOf(t, db.r, loggedQuery{query: q})
+		t.Logf("%s\n%s", q, plan)
+		for _, table := range []string{"jobs", "attempts", "hosts", "settings", "host_events"} {
+			assert.NotRegexp(t, `SCAN `+table+`\b`, plan, q)
+		}
+	}
+
+	// Recovery, as Open runs it, on a database no DB holds.
+	require.NoError(t, db.Close())
+	log := &queryLog{}
+	traced := sql.OpenDB(traceConnector{dsn: dsn(path, "_busy_timeout=5000"), log: log})
+	defer traced.Close()
+	n, err := recoverActive(bg, traced, time.Now())
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	qs := log.take()
+	require.Len(t, qs, 1)
+	plan := planOf(t, traced, qs[0])
+	t.Logf("%s\n%s", qs[0].query, plan)
+	assert.Contains(t, plan, "INDEX jobs_state (state=?)")
 }

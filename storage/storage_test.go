@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/engine"
 )
 
 func TestOpen_S1_WALBusyTimeoutForeignKeys(t *testing.T) {
@@ -113,7 +115,7 @@ func TestOpen_S6_SecondOpenInProcessRefused(t *testing.T) {
 	// The first one is unharmed.
 	j, err := db.Job(bg, ids[0])
 	require.NoError(t, err)
-	assert.Equal(t, StateQueued, j.State)
+	assert.Equal(t, engine.JobQueued, j.State)
 	enqueueURLs(t, db, "a.example", "https://a.example/2")
 
 	// Once the first closes, the file opens again.
@@ -121,9 +123,9 @@ func TestOpen_S6_SecondOpenInProcessRefused(t *testing.T) {
 	again, err := Open(path)
 	require.NoError(t, err)
 	defer again.Close()
-	counts, err := again.CountsByState(bg)
+	counts, err := again.Counts(bg)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), counts[StateQueued])
+	assert.Equal(t, engine.Counts{Queued: 2}, counts)
 }
 
 // S6: the lock is the database file's, not its name's: a symlink or a hard link to an open
@@ -285,19 +287,26 @@ func copyFile(t *testing.T, src, dst string) bool {
 	return true
 }
 
+// RELIABILITY 33: a database whose -wal and -shm files are there at start (a crash left them)
+// opens normally, with what the WAL holds; Open deletes neither.
 func TestOpen_RELIABILITY33_WalAndShmPresentAtStart(t *testing.T) {
-	// No background checkpoint may copy pages while the files are being copied below: the copies
-	// would not be one moment's state (a real crash leaves one).
-	db, path := openTest(t, withCheckpointPause(time.Hour, time.Hour))
+	db, path := openTest(t)
 	ids := enqueueURLs(t, db, "a.example", "https://a.example/1", "https://a.example/2")
-	_, err := db.MarkActive(bg, ids[0])
+	_, err := db.Start(bg, ids[0], "1.part")
 	require.NoError(t, err)
+	require.NoError(t, db.Flush(bg)) // the writer is idle: the copies below are one moment's state
 
 	// Snapshot the files of the open database as a crash would leave them.
 	crashed := filepath.Join(t.TempDir(), "heed.db")
 	require.True(t, copyFile(t, path, crashed))
 	require.True(t, copyFile(t, path+"-wal", crashed+"-wal"), "the committed jobs are still in the WAL")
 	require.True(t, copyFile(t, path+"-shm", crashed+"-shm"))
+	walSize := func() int64 {
+		fi, err := os.Stat(crashed + "-wal")
+		require.NoError(t, err)
+		return fi.Size()
+	}
+	require.Positive(t, walSize())
 
 	re, err := Open(crashed)
 	require.NoError(t, err)
@@ -307,9 +316,13 @@ func TestOpen_RELIABILITY33_WalAndShmPresentAtStart(t *testing.T) {
 	assert.Equal(t, int64(1), re.Recovered())
 	for _, id := range ids {
 		j, err := re.Job(bg, id)
-		require.NoError(t, err)
-		assert.Equal(t, StateQueued, j.State)
+		require.NoError(t, err, "the jobs only the WAL held are there")
+		assert.Equal(t, engine.JobQueued, j.State)
 	}
+	j, err := re.Job(bg, ids[0])
+	require.NoError(t, err)
+	assert.Equal(t, "1.part", j.Part, "the interrupted job keeps its part")
+	assertCounts(t, re)
 }
 
 // S6 with a reader: while one Heed holds the database, another may open it for queries only
@@ -322,30 +335,37 @@ func TestOpenReader_S6_QueriesBesideTheHolder(t *testing.T) {
 
 	r, err := OpenReader(path)
 	require.NoError(t, err)
-	jobs, err := r.JobsPage(bg, JobFilter{})
+	jobs, err := r.Jobs(bg, engine.JobQuery{})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 2)
-	counts, err := r.CountsByHost(bg)
+	hosts, err := r.Hosts(bg)
 	require.NoError(t, err)
-	assert.Equal(t, int64(2), counts["a.example"][StateQueued])
+	require.Len(t, hosts, 1)
+	assert.Equal(t, engine.Counts{Queued: 2}, hosts[0].Counts)
 
 	// The holder goes on writing; the reader sees each commit.
-	_, err = db.SetJobState(bg, ids[:1], StatePaused)
+	_, err = db.SetState(bg, ids[:1], []engine.JobState{engine.JobQueued}, engine.JobPaused)
 	require.NoError(t, err)
-	jobs, err = r.JobsPage(bg, JobFilter{State: StatePaused})
+	jobs, err = r.Jobs(bg, engine.JobQuery{State: engine.JobPaused})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 1)
+	counts, err := r.Counts(bg)
+	require.NoError(t, err)
+	assert.Equal(t, engine.Counts{Queued: 1, Paused: 1}, counts)
 
-	_, err = r.Enqueue(bg, []NewJob{{URL: "https://a.example/3", Host: "a.example"}})
+	_, err = r.Enqueue(bg, newJobs("a.example", "https://a.example/3"), noAgain)
 	assert.ErrorIs(t, err, ErrReadOnly)
-	_, err = r.StartJobs(bg, ids)
+	_, err = r.Start(bg, ids[1], "")
 	assert.ErrorIs(t, err, ErrReadOnly)
+	assert.ErrorIs(t, r.RecordAttempt(engine.Attempt{JobID: ids[1]}), ErrReadOnly)
+	assert.ErrorIs(t, r.SetSetting(bg, "k", "v"), ErrReadOnly)
+	assert.ErrorIs(t, r.Flush(bg), ErrReadOnly)
 	require.NoError(t, r.Close())
 	assert.ErrorIs(t, r.Close(), ErrClosed)
 
 	j, err := db.Job(bg, ids[1])
 	require.NoError(t, err)
-	assert.Equal(t, StateQueued, j.State, "the holder is unharmed")
+	assert.Equal(t, engine.JobQueued, j.State, "the holder is unharmed")
 
 	_, err = OpenReader(filepath.Join(t.TempDir(), "missing.db"))
 	assert.ErrorIs(t, err, ErrUnreadable)
@@ -414,7 +434,7 @@ func TestOpen_RELIABILITY36_LockedByAnotherProgram(t *testing.T) {
 	r, err := OpenReader(path) // what is committed can still be listed
 	require.NoError(t, err)
 	defer r.Close()
-	counts, err := r.CountsByState(bg)
+	counts, err := r.Counts(bg)
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), counts[StateQueued])
+	assert.Equal(t, engine.Counts{Queued: 1}, counts)
 }

@@ -16,7 +16,7 @@ func benchHosts(n int) []engine.HostSnapshot {
 	s := make([]engine.HostSnapshot, n)
 	for i := range s {
 		s[i] = engine.HostSnapshot{Host: fmt.Sprintf("host-%05d.example", i), Tokens: float64(i % 5), RatePerMin: 60,
-			Burst: 4, MaxInflight: 1, Queued: 10, Waiting: engine.WaitToken}
+			Burst: 4, MaxInflight: 1, Waiting: engine.WaitToken}
 		switch i % 7 {
 		case 1:
 			s[i].Level, s[i].GateIn, s[i].Waiting = 2, 20*time.Second, engine.WaitGate

@@ -32,7 +32,7 @@ var historyColumns = []struct {
 type historyView struct {
 	w       *Window
 	table   *widget.Table
-	rows    []engine.AttemptRecord
+	rows    []engine.Attempt
 	host    *widget.Entry
 	outcome *widget.Select
 	info    *widget.Label
@@ -123,7 +123,7 @@ func (hv *historyView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	case 9:
 		c.setText(a.Breaker.String(), a.Breaker == engine.Closed)
 	case 10:
-		txt := a.Err
+		txt := a.Error
 		if a.RetryAfter > 0 {
 			txt = "Retry-After " + fmtDur(a.RetryAfter) + " " + txt
 		}
@@ -177,7 +177,7 @@ func (hv *historyView) reload() {
 	q := hv.query()
 	page := len(hv.pages) + 1
 	hv.w.background(func() {
-		rows, err := hv.w.eng.History(bgCtx, q)
+		rows, err := hv.w.eng.Reader().History(bgCtx, q)
 		fyne.Do(func() {
 			hv.loading = false
 			if err != nil {
@@ -209,7 +209,7 @@ func (hv *historyView) exportTo(wc fyne.URIWriteCloser) {
 	q := hv.query()
 	q.BeforeID, q.Limit = 0, 0
 	hv.w.background(func() {
-		err := hv.w.eng.ExportHistoryCSV(bgCtx, wc, q)
+		err := engine.WriteHistoryCSV(bgCtx, wc, hv.w.eng.Reader(), q)
 		if cerr := wc.Close(); err == nil {
 			err = cerr
 		}

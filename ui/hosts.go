@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 type hostColumn struct {
 	title string
 	width float32
-	key   func(s *engine.HostSnapshot, counts map[string]map[engine.JobState]int64) float64
+	key   func(s *engine.HostSnapshot, counts map[string]engine.Counts) float64
 }
 
 // Column indexes of the hosts table.
@@ -39,30 +40,30 @@ const (
 )
 
 var hostColumns = []hostColumn{
-	colAction: {"", 90, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colAction: {"", 90, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return b2f(s.Paused)
 	}},
 	colHost: {"Host", 190, nil},
-	colState: {"State", 170, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colState: {"State", 170, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(stateRank(s))
 	}},
-	colTokens: {"Tokens", 100, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colTokens: {"Tokens", 100, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return s.Tokens
 	}},
-	colRate: {"Rate", 76, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 { return s.RatePerMin }},
-	colBackoff: {"Backoff", 120, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colRate: {"Rate", 76, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.RatePerMin }},
+	colBackoff: {"Backoff", 120, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(s.Level)*1e12 + float64(s.GateIn)
 	}},
-	colBreaker: {"Breaker", 175, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colBreaker: {"Breaker", 175, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(breakerRank(s.Breaker))*1e12 + float64(s.Failures)
 	}},
-	colInflight: {"In flight", 70, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colInflight: {"In flight", 70, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(s.Inflight)
 	}},
-	colJobs: {"Queued / done / failed", 168, func(s *engine.HostSnapshot, c map[string]map[engine.JobState]int64) float64 {
-		return float64(s.Queued)
+	colJobs: {"Queued / done / failed", 168, func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 {
+		return float64(c[s.Host].Queued)
 	}},
-	colLast: {"Last", 50, func(s *engine.HostSnapshot, _ map[string]map[engine.JobState]int64) float64 {
+	colLast: {"Last", 50, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(s.LastStatus)
 	}},
 }
@@ -273,9 +274,9 @@ func newHostsView(w *Window) *hostsView {
 	hv.pauseBtn = &widget.Button{Text: "Pause", Icon: theme.MediaPauseIcon(), OnTapped: hv.onPause}
 	hv.editBtn = &widget.Button{Text: "Edit…", Icon: theme.SettingsIcon(), OnTapped: hv.onEdit}
 	hv.followBtn = &widget.Button{Text: "Use defaults", OnTapped: hv.onFollowDefaults}
-	hv.probeBtn = &widget.Button{Text: "Probe now", OnTapped: func() { hv.act(hv.w.eng.Core().ProbeNow) }}
-	hv.resetBtn = &widget.Button{Text: "Reset breaker", OnTapped: func() { hv.act(hv.w.eng.Core().ResetBreaker) }}
-	hv.tripBtn = &widget.Button{Text: "Trip breaker", OnTapped: func() { hv.act(hv.w.eng.Core().TripBreaker) }}
+	hv.probeBtn = &widget.Button{Text: "Probe now", OnTapped: func() { hv.act(hv.w.eng.ProbeNow) }}
+	hv.resetBtn = &widget.Button{Text: "Reset breaker", OnTapped: func() { hv.act(hv.w.eng.ResetBreaker) }}
+	hv.tripBtn = &widget.Button{Text: "Trip breaker", OnTapped: func() { hv.act(hv.w.eng.TripBreaker) }}
 	for _, b := range []*widget.Button{hv.pauseBtn, hv.editBtn, hv.followBtn, hv.probeBtn, hv.resetBtn, hv.tripBtn} {
 		b.ExtendBaseWidget(b)
 	}
@@ -416,7 +417,7 @@ func (hv *hostsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 		c.setText(strconv.Itoa(s.Inflight)+" / "+strconv.Itoa(s.MaxInflight), s.Inflight == 0)
 	case colJobs:
 		n := hv.model.counts[s.Host]
-		c.setText(fmt.Sprintf("%d / %d / %d", s.Queued, n[engine.JobDone], n[engine.JobFailed]), false)
+		c.setText(fmt.Sprintf("%d / %d / %d", n.Queued, n.Done, n.Failed), false)
 	case colLast:
 		if s.LastStatus == 0 {
 			c.setText("—", true)
@@ -544,17 +545,16 @@ func (hv *hostsView) updateToolbar() {
 
 // togglePause pauses or resumes host at once (U3, G9).
 func (hv *hostsView) togglePause(host string) {
-	core := hv.w.eng.Core()
-	s, ok := core.HostSnapshot(host)
+	s, ok := hv.w.eng.Core().HostSnapshot(host)
 	if !ok {
 		return
 	}
-	if s.Paused {
-		core.ResumeHost(host)
-	} else {
-		core.PauseHost(host, "paused from the window")
-	}
-	hv.w.refreshSoon()
+	hv.w.command(func(ctx context.Context) error {
+		if s.Paused {
+			return hv.w.eng.ResumeHost(ctx, host)
+		}
+		return hv.w.eng.PauseHost(ctx, host, "paused from the window")
+	})
 }
 
 func (hv *hostsView) onPause() {
@@ -564,14 +564,15 @@ func (hv *hostsView) onPause() {
 	}
 }
 
-// act runs a breaker command on the selected host (B5).
-func (hv *hostsView) act(f func(host string)) {
+// act runs a breaker command on the selected host (B5); its event comes
+// with the next update (addEvents).
+func (hv *hostsView) act(f func(ctx context.Context, host string) error) {
 	if hv.selected == "" {
 		return
 	}
-	f(hv.selected)
+	host := hv.selected
+	hv.w.command(func(ctx context.Context) error { return f(ctx, host) })
 	hv.updateToolbar()
-	hv.w.refreshSoon() // its event comes with the next update (addEvents)
 }
 
 func (hv *hostsView) onEdit() {
@@ -581,7 +582,11 @@ func (hv *hostsView) onEdit() {
 	host := hv.selected
 	t, _ := hv.w.eng.Core().HostTunables(host)
 	hv.w.showTunables("Settings of "+host, t, func(nt engine.Tunables) error {
-		return hv.w.eng.Core().SetHostTunables(host, nt)
+		if err := nt.Normalize().Validate(); err != nil {
+			return err // said in the form, which stays open
+		}
+		hv.w.command(func(ctx context.Context) error { return hv.w.eng.SetHostTunables(ctx, host, nt) })
+		return nil
 	}, false)
 }
 
@@ -589,9 +594,9 @@ func (hv *hostsView) onFollowDefaults() {
 	if hv.selected == "" {
 		return
 	}
-	hv.w.eng.Core().ClearHostTunables(hv.selected)
+	host := hv.selected
+	hv.w.command(func(ctx context.Context) error { return hv.w.eng.UseDefaults(ctx, host) })
 	hv.updateToolbar()
-	hv.w.refreshSoon()
 }
 
 // addEvents puts events of the selected host, as the engine reports them
@@ -641,7 +646,7 @@ const timelineLen = 200
 func (hv *hostsView) loadEvents() {
 	host := hv.selected
 	hv.w.background(func() {
-		evs, err := hv.w.eng.HostEvents(bgCtx, host, timelineLen)
+		evs, err := hv.w.eng.Reader().HostEvents(bgCtx, host, timelineLen)
 		fyne.Do(func() {
 			if hv.selected != host {
 				return

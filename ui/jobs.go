@@ -22,7 +22,7 @@ const jobsPage = 200
 
 // jobRow is one line of the Jobs tab, computed off the Fyne thread.
 type jobRow struct {
-	rec      engine.JobRecord
+	rec      engine.Job
 	progress float64 // 0…1, or -1 when unknown
 	bytes    string
 	speed    string
@@ -98,10 +98,10 @@ func newJobsView(w *Window) *jobsView {
 	jv.pageInfo = widget.NewLabel("")
 	jv.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), jv.prevPage)
 	jv.next = widget.NewButtonWithIcon("", theme.NavigateNextIcon(), jv.nextPage)
-	jv.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() { jv.act(w.eng.Pause) })
-	jv.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() { jv.act(w.eng.Resume) })
-	jv.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { jv.act(w.eng.Cancel) })
-	jv.retry = widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { jv.act(w.eng.Retry) })
+	jv.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() { jv.act(w.eng.PauseJobs) })
+	jv.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() { jv.act(w.eng.ResumeJobs) })
+	jv.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { jv.act(w.eng.CancelJobs) })
+	jv.retry = widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { jv.act(w.eng.RetryJobs) })
 	jv.folder = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), w.openFolder)
 	filters := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("State"), jv.state),
 		container.NewHBox(jv.prev, jv.pageInfo, jv.next), jv.host)
@@ -258,7 +258,7 @@ func (jv *jobsView) reload() {
 // loadJobRows reads a page of jobs and works out progress, speed and why
 // each queued job waits: its own retry delay, else its host's reason (R4).
 func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now time.Time) ([]jobRow, error) {
-	recs, err := eng.Jobs(ctx, q)
+	recs, err := eng.Reader().Jobs(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +270,7 @@ func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now
 	rows := make([]jobRow, len(recs))
 	for i, r := range recs {
 		row := jobRow{rec: r, progress: -1}
-		size, got := r.Resume.Size, r.Resume.Bytes
+		size, got := r.Size, r.Bytes
 		if a, ok := active[r.ID]; ok {
 			size, got = a.Size, a.Bytes
 			if el := now.Sub(a.Started).Seconds(); el > 0.2 {
@@ -278,7 +278,7 @@ func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now
 			}
 		}
 		if r.State == engine.JobDone {
-			size, got = max(r.Resume.Size, r.Resume.Bytes), r.Resume.Bytes
+			size, got = max(r.Size, r.Bytes), r.Bytes
 			if size <= 0 {
 				size, got = 1, 1
 			}

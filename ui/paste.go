@@ -124,7 +124,7 @@ func (w *Window) onPasteAgain(p *pasteDialog) {
 	urls := slices.Clone(p.ended)
 	p.again.Disable()
 	w.background(func() {
-		ids, err := w.eng.RetryURLs(bgCtx, urls)
+		rep, err := w.eng.AddFrom(bgCtx, strings.NewReader(strings.Join(urls, "\n")), engine.AddOptions{Again: true})
 		fyne.Do(func() {
 			p.again.Enable()
 			if err != nil {
@@ -132,7 +132,7 @@ func (w *Window) onPasteAgain(p *pasteDialog) {
 				return
 			}
 			p.again.Hide()
-			p.result.SetText(plural(len(ids), "URL", "URLs") + " queued again, to be downloaded anew")
+			p.result.SetText(plural(rep.Again, "URL", "URLs") + " queued again, to be downloaded anew")
 			w.refreshSoon()
 		})
 	})

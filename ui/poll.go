@@ -13,9 +13,9 @@ import (
 // tickEvery is how often the window reads a snapshot (U2: at least 4 Hz).
 const tickEvery = 250 * time.Millisecond
 
-// countsEvery is how often the done/failed counts are read from the
-// database: CountsByHost is slow at a million jobs, so they may lag.
-const countsEvery = 3 * time.Second
+// countsEvery is how often the hosts' job counts are read from the
+// database (the hosts rows keep them: no job is counted).
+const countsEvery = time.Second
 
 // chartSeconds is how far back a host's chart goes, one bucket a second.
 const chartSeconds = 180
@@ -75,8 +75,9 @@ type hostUpdate struct {
 	snap    []engine.HostSnapshot
 	order   []int32 // rows → snap index, sorted by the table's sort
 	changed []bool  // by snap index: differs from the previous tick
-	counts  map[string]map[engine.JobState]int64
+	counts  map[string]engine.Counts
 	stats   engine.Stats
+	queued  int64          // jobs queued over all hosts
 	series  *series        // the selected host's chart, nil when none
 	opened  []string       // hosts whose breaker opened since the last tick
 	drained bool           // every queued job has finished since the last tick
@@ -99,10 +100,10 @@ type poller struct {
 	bufs      [2][]engine.HostSnapshot
 	cur       int
 	prev      []engine.HostSnapshot
-	prevCount map[string]map[engine.JobState]int64
+	prevCount map[string]engine.Counts
 	countsMu  sync.Mutex
-	counts    map[string]map[engine.JobState]int64 // never changed once read
-	countsSeq int                                  // bumped on every read
+	counts    map[string]engine.Counts // never changed once read
+	countsSeq int                      // bumped on every read
 	seqSeen   int
 	hist      map[string]*ring
 	seen      map[int64]string // jobs seen in flight → host
@@ -128,9 +129,13 @@ func (p *poller) getView() (sortSpec, string) {
 // loadCounts reads the per-host job counts (slow: call it off the Fyne
 // thread, every few seconds).
 func (p *poller) loadCounts() {
-	c, err := p.eng.CountsByHost(bgCtx)
+	hosts, err := p.eng.Reader().Hosts(bgCtx)
 	if err != nil {
 		return
+	}
+	c := make(map[string]engine.Counts, len(hosts))
+	for _, h := range hosts {
+		c[h.Host] = h.Counts
 	}
 	p.countsMu.Lock()
 	p.counts = c
@@ -155,7 +160,10 @@ func (p *poller) tick(now time.Time) hostUpdate {
 	u := p.build(buf, now, counts, seq != p.seqSeen, active, ends, events)
 	p.seqSeen = seq
 	u.stats = p.eng.Core().Stats()
-	busy := u.stats.Queued > 0 || u.stats.Inflight > 0 || len(active) > 0
+	for _, c := range counts {
+		u.queued += c.Queued
+	}
+	busy := u.queued > 0 || u.stats.Windowed > 0 || u.stats.Inflight > 0 || len(active) > 0
 	u.drained = p.busy && !busy
 	p.busy = busy
 	return u
@@ -163,7 +171,7 @@ func (p *poller) tick(now time.Time) hostUpdate {
 
 // build diffs snap against the previous tick's, feeds the charts, and
 // sorts. It is the part of a tick that grows with the number of hosts.
-func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[string]map[engine.JobState]int64,
+func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[string]engine.Counts,
 	countsNew bool, active []engine.Active, ends []engine.JobEnd, events []engine.Event) hostUpdate {
 	spec, selected := p.getView()
 	u := hostUpdate{now: now, snap: snap, counts: counts, changed: make([]bool, len(snap))}
@@ -267,8 +275,8 @@ func (p *poller) ring(host string, sec int64) *bucket {
 
 func sat16(v int64) uint16 { return uint16(min(v, math.MaxUint16)) }
 
-func sameCounts(a, b map[engine.JobState]int64) bool {
-	return a[engine.JobDone] == b[engine.JobDone] && a[engine.JobFailed] == b[engine.JobFailed]
+func sameCounts(a, b engine.Counts) bool {
+	return a == b
 }
 
 // sameRow reports whether a host's row would look the same, with
@@ -279,13 +287,13 @@ func sameRow(a, b *engine.HostSnapshot) bool {
 		a.Inflight == b.Inflight && a.MaxInflight == b.MaxInflight && a.Breaker == b.Breaker &&
 		a.Failures == b.Failures && a.HalfOpenIn/(100*time.Millisecond) == b.HalfOpenIn/(100*time.Millisecond) &&
 		a.ProbeOut == b.ProbeOut && a.Paused == b.Paused && a.PauseReason == b.PauseReason &&
-		a.LastStatus == b.LastStatus && a.Queued == b.Queued && a.Waiting == b.Waiting &&
+		a.LastStatus == b.LastStatus && a.Waiting == b.Waiting &&
 		a.OwnTunables == b.OwnTunables && a.Throttles == b.Throttles
 }
 
 // sortRows returns the row order for spec: by the column's value, then
 // by host so that equal values keep a steady order.
-func sortRows(snap []engine.HostSnapshot, counts map[string]map[engine.JobState]int64, spec sortSpec) []int32 {
+func sortRows(snap []engine.HostSnapshot, counts map[string]engine.Counts, spec sortSpec) []int32 {
 	order := make([]int32, len(snap))
 	for i := range order {
 		order[i] = int32(i)

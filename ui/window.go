@@ -278,10 +278,24 @@ func (w *Window) background(fn func()) {
 	}()
 }
 
+// command runs an engine command off the Fyne thread — it returns once its
+// change is on disk — and shows its error, if any, in the window.
+func (w *Window) command(f func(context.Context) error) {
+	w.background(func() {
+		err := f(bgCtx)
+		fyne.Do(func() {
+			if err != nil {
+				dialog.ShowError(err, w.win)
+			}
+			w.refreshSoon()
+		})
+	})
+}
+
 // apply shows one tick on the Fyne thread.
 func (w *Window) apply(u hostUpdate) {
 	w.hosts.apply(u)
-	st := u.stats
+	st, queued := u.stats, u.queued
 	w.pausedAll = st.PausedAll
 	if st.PausedAll {
 		w.pauseAllBtn.SetText("Resume all")
@@ -290,7 +304,7 @@ func (w *Window) apply(u hostUpdate) {
 		w.pauseAllBtn.SetText("Pause all")
 		w.pauseAllBtn.SetIcon(theme.MediaPauseIcon())
 	}
-	line := fmt.Sprintf("%d hosts · %d queued · %d/%d in flight", st.Hosts, st.Queued, st.Inflight, st.InflightCap)
+	line := fmt.Sprintf("%d hosts · %d queued · %d/%d in flight", st.Hosts, queued, st.Inflight, st.InflightCap)
 	if st.PausedAll {
 		line += " · ALL PAUSED"
 	}

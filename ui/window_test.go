@@ -48,7 +48,7 @@ func newHarnessOver(t *testing.T, wrap func(engine.Store) engine.Store) *harness
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	feed := NewFeed()
-	eng, err := engine.New(context.Background(), wrap(storage.EngineStore(db)),
+	eng, err := engine.New(context.Background(), wrap(db),
 		engine.Options{Dir: filepath.Join(dir, "dl"), Version: "test", OnJob: feed.Job, OnEvent: feed.Event})
 	require.NoError(t, err)
 	t.Cleanup(func() { eng.Close() })
@@ -98,7 +98,7 @@ func TestPaste_U4_QueuesInEngineAndReports(t *testing.T) {
 	test.Tap(p.add)
 	h.w.bg.Wait()
 
-	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "one.example"})
+	jobs, err := h.db.Jobs(context.Background(), engine.JobQuery{Host: "one.example"})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 2, "both new URLs are queued in the engine")
 	assert.Len(t, p.report.Queued, 2)
@@ -120,11 +120,11 @@ type failingEnqueue struct {
 	calls, failAt int
 }
 
-func (s *failingEnqueue) Enqueue(ctx context.Context, jobs []engine.NewJob) ([]engine.Enqueued, error) {
+func (s *failingEnqueue) Enqueue(ctx context.Context, jobs []engine.NewJob, againBelow int64) ([]engine.Enqueued, error) {
 	if s.calls++; s.calls == s.failAt {
 		return nil, errors.New("database or disk is full")
 	}
-	return s.Store.Enqueue(ctx, jobs)
+	return s.Store.Enqueue(ctx, jobs, againBelow)
 }
 
 // U4, S2: a long paste is stored in parts; when a later part cannot be
@@ -148,7 +148,7 @@ func TestPaste_U4_StoreFailingPartWaySaysWhatWasQueued(t *testing.T) {
 			test.Tap(p.add)
 			h.w.bg.Wait()
 
-			jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "many.example"})
+			jobs, err := h.db.Jobs(context.Background(), engine.JobQuery{Host: "many.example"})
 			require.NoError(t, err)
 			assert.Len(t, p.report.Queued, len(jobs), "the report counts what is queued")
 			if c.failAt == 1 {
@@ -169,7 +169,7 @@ func TestPaste_U4_StoreFailingPartWaySaysWhatWasQueued(t *testing.T) {
 func TestPaste_J2_DownloadEndedURLsAgain(t *testing.T) {
 	h := newHarness(t)
 	rep := h.add(t, "https://again.example/a https://again.example/b")
-	_, err := h.eng.Cancel(context.Background(), rep.Queued[:1])
+	_, err := h.eng.CancelJobs(context.Background(), rep.Queued[:1])
 	require.NoError(t, err)
 	p := h.w.showPaste("https://again.example/a https://again.example/b")
 	test.Tap(p.add)
@@ -180,7 +180,7 @@ func TestPaste_J2_DownloadEndedURLsAgain(t *testing.T) {
 	h.w.bg.Wait()
 	assert.False(t, p.again.Visible())
 	assert.Contains(t, p.result.Text, "1 URL queued again")
-	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
+	jobs, err := h.db.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 2)
 
@@ -198,7 +198,7 @@ func TestPaste_U4_CtrlVOpensDialogWithClipboard(t *testing.T) {
 	assert.Equal(t, "https://clip.example/1", h.w.paste.entry.Text)
 	test.Tap(h.w.paste.add)
 	h.w.bg.Wait()
-	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "clip.example"})
+	jobs, err := h.db.Jobs(context.Background(), engine.JobQuery{Host: "clip.example"})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 1)
 }
@@ -219,7 +219,7 @@ func TestPaste_U4_DropFileAndLink(t *testing.T) {
 	assert.Contains(t, h.w.paste.result.Text, "gone.txt")
 	test.Tap(h.w.paste.add)
 	h.w.bg.Wait()
-	jobs, err := h.eng.Jobs(context.Background(), engine.JobQuery{Host: "drop.example"})
+	jobs, err := h.db.Jobs(context.Background(), engine.JobQuery{Host: "drop.example"})
 	require.NoError(t, err)
 	assert.Len(t, jobs, 3)
 }
@@ -408,9 +408,11 @@ func TestHosts_U1_TokensInflightAndJobCounts(t *testing.T) {
 	h := newHarness(t)
 	rep := h.add(t, "https://busy.example/1 https://busy.example/2 https://busy.example/3")
 	// One job failed in an earlier run, as the database has it.
-	_, err := h.db.StartJobs(context.Background(), rep.Queued[2:])
+	_, err := h.db.Start(context.Background(), rep.Queued[2], "3.part")
 	require.NoError(t, err)
-	require.NoError(t, h.db.MarkFailed(context.Background(), rep.Queued[2], "HTTP 404", 404))
+	require.NoError(t, h.db.Finish(context.Background(), engine.End{JobID: rep.Queued[2], State: engine.JobFailed,
+		Error: "HTTP 404", Status: 404}))
+	h.eng.Core().Remove(rep.Queued[2])
 	core := h.eng.Core()
 	now := time.Now()
 	d, ok, _ := core.Next(now.Add(time.Millisecond))
@@ -557,6 +559,8 @@ func TestHosts_U1_SortByClickedColumn(t *testing.T) {
 	assert.Equal(t, []string{"a.example", "b.example", "c.example"}, names())
 	h.w.hosts.sortBy(colHost)
 	assert.Equal(t, []string{"c.example", "b.example", "a.example"}, names(), "a second click reverses")
+	h.w.poll.loadCounts() // the hosts' job counts, from the database
+	h.w.tickNow(time.Now())
 	h.w.hosts.sortBy(colJobs)
 	assert.Equal(t, "b.example", names()[2], "by queued jobs, most last")
 	assert.Equal(t, colJobs, h.w.prefs.Int(prefSortCol), "the sort is remembered")
@@ -574,7 +578,7 @@ func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
 	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
 	test.Tap(h.w.jobs.pause)
 	h.w.bg.Wait()
-	j, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobPaused})
+	j, err := h.db.Jobs(context.Background(), engine.JobQuery{State: engine.JobPaused})
 	require.NoError(t, err)
 	require.Len(t, j, 1)
 	assert.Equal(t, h.w.jobs.rows[1].rec.ID, j[0].ID)
@@ -602,7 +606,7 @@ func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
 	assert.True(t, h.w.jobs.cancel.Disabled())
 	test.Tap(h.w.jobs.cancel) // does nothing: no job is selected
 	h.w.bg.Wait()
-	left, err := h.eng.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
+	left, err := h.db.Jobs(context.Background(), engine.JobQuery{State: engine.JobQueued})
 	require.NoError(t, err)
 	assert.Len(t, left, 2)
 
@@ -651,7 +655,7 @@ func TestJobs_U5_ResumeCancelRetrySelected(t *testing.T) {
 	h.w.jobs.table.Select(widget.TableCellID{Row: 0, Col: 1})
 	state := func() engine.JobState {
 		t.Helper()
-		j, err := h.eng.Jobs(context.Background(), engine.JobQuery{})
+		j, err := h.db.Jobs(context.Background(), engine.JobQuery{})
 		require.NoError(t, err)
 		require.Len(t, j, 1)
 		require.Equal(t, id, j[0].ID)
@@ -678,7 +682,7 @@ func TestWindow_U7_PauseAllSaved(t *testing.T) {
 	test.Tap(h.w.pauseAllBtn)
 	h.w.bg.Wait()
 	assert.True(t, h.eng.Core().Stats().PausedAll)
-	v, err := h.db.GetSetting(context.Background(), "paused_all")
+	v, err := h.db.Setting(context.Background(), "paused_all")
 	require.NoError(t, err)
 	assert.Equal(t, "true", v)
 	h.w.tickNow(time.Now())
@@ -702,13 +706,13 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 	rep := h.add(t, "https://a.example/1 https://b.example/1 https://a.example/2 https://a.example/3")
 	require.Len(t, rep.Queued, 4)
 	id := rep.Queued
-	st := storage.EngineStore(h.db)
+	st := h.db
 	t0 := time.Now().Add(-time.Minute)
 	for i, r := range []struct {
 		host, outcome string
 		status        int
 	}{{"a.example", "ok", 200}, {"b.example", "throttled", 429}, {"a.example", "failed", 404}, {"a.example", "ok", 200}} {
-		require.NoError(t, st.RecordAttempt(engine.AttemptRecord{JobID: id[i], URL: "https://" + r.host + "/x",
+		require.NoError(t, st.RecordAttempt(engine.Attempt{JobID: id[i], URL: "https://" + r.host + "/x",
 			Host: r.host, Attempt: 1, StartedAt: t0.Add(time.Duration(i) * time.Second), Status: r.status, Outcome: r.outcome}))
 	}
 	require.NoError(t, h.db.Flush(context.Background()))

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,7 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -57,7 +55,7 @@ func TestFetch_F4_F7_N3_CompleteDownload(t *testing.T) {
 	content := body(100_000)
 	ts, seen := serveFile(t, content, `"v1"`, nil)
 	var last int64
-	res := e.f.Do(context.Background(), Request{URL: mustURL(t, ts.URL+"/dir/file.bin"), Size: -1},
+	res := e.doReq(context.Background(), Request{URL: mustURL(t, ts.URL+"/dir/file.bin"), Size: -1},
 		func(n int64) { last = n })
 
 	require.Equal(t, OK, res.Class, "%v", res.Err)
@@ -128,13 +126,13 @@ func TestFetch_A7_RedirectChainNameFromUserURL(t *testing.T) {
 			defer ts.Close()
 
 			user := mustURL(t, ts.URL+"/start/tool.tar.gz")
-			r1 := e.f.Do(context.Background(), Request{URL: user, UserURL: user, Size: -1}, nil)
+			r1 := e.doReq(context.Background(), Request{URL: user, UserURL: user, Size: -1}, nil)
 			require.Equal(t, OK, r1.Class, "%v", r1.Err)
 			require.NotNil(t, r1.Redirect)
 			assert.Equal(t, ts.URL+evil, r1.Redirect.String())
 			assert.Empty(t, e.files(), "a redirect body is never written")
 
-			r2 := e.f.Do(context.Background(), Request{URL: r1.Redirect, UserURL: user, Size: -1, Hop: 1}, nil)
+			r2 := e.doReq(context.Background(), Request{URL: r1.Redirect, UserURL: user, Size: -1, Hop: 1}, nil)
 			require.True(t, r2.Done, "%v", r2.Err)
 			assert.Equal(t, "tool.tar.gz", r2.File)
 			assert.Equal(t, map[string]string{"tool.tar.gz": "data"}, e.files())
@@ -219,9 +217,9 @@ func TestFetch_E30_RedirectLoopStopsAfterTenHops(t *testing.T) {
 	defer ts.Close()
 	user := mustURL(t, ts.URL+"/loop")
 	req := Request{URL: user, UserURL: user, Size: -1}
-	var res Result
+	var res got
 	for range 20 {
-		res = e.f.Do(context.Background(), req, nil)
+		res = e.doReq(context.Background(), req, nil)
 		if res.Redirect == nil {
 			break
 		}
@@ -268,7 +266,7 @@ func TestFetch_F3_FinalNameTakenDuringDownload(t *testing.T) {
 			}))
 			defer ts.Close()
 			once := sync.OnceFunc(func() { close(half) })
-			res := e.f.Do(context.Background(), Request{URL: mustURL(t, ts.URL+"/a.txt"), Size: -1}, func(n int64) {
+			res := e.doReq(context.Background(), Request{URL: mustURL(t, ts.URL+"/a.txt"), Size: -1}, func(n int64) {
 				if n >= 3 {
 					once()
 				}
@@ -294,7 +292,7 @@ func TestFetch_A10_SymlinkPlantedAtNameOrPart(t *testing.T) {
 		{"at part dangling", "a.txt.part", "dangling", "a (1).txt", "a.txt"},
 	}
 	for _, tc := range cases {
-		for _, content := range []string{partSized("payload"), "payload"} {
+		for _, content := range []string{("payload"), "payload"} {
 			want := tc.want
 			if content == "payload" {
 				want = tc.held
@@ -529,7 +527,7 @@ func TestFetch_F5_ResumeWithStrongETag(t *testing.T) {
 	ts, seen := serveFile(t, content, `"v1"`, nil)
 	e.writePart("f.bin.part", content[:20_000])
 	var first int64 = -1
-	res := e.f.Do(context.Background(), Request{
+	res := e.doReq(context.Background(), Request{
 		URL: mustURL(t, ts.URL+"/f.bin"), Part: "f.bin.part", ETag: `"v1"`,
 		LastModified: "Wed, 01 May 2024 12:00:00 GMT", Size: int64(len(content)),
 	}, func(n int64) {
@@ -737,7 +735,7 @@ func TestFetch_A8_RequestSchemeRefused(t *testing.T) {
 		assert.Equal(t, Refused, res.Class, raw)
 		assert.False(t, res.Retryable, raw)
 	}
-	res := e.f.Do(context.Background(), Request{}, nil)
+	res := e.doReq(context.Background(), Request{}, nil)
 	assert.Equal(t, Refused, res.Class)
 	assert.Empty(t, e.files())
 }
@@ -862,7 +860,7 @@ func TestFetch_Canceled_KeepsPart(t *testing.T) {
 		io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nabc")
 		blockUntilClosed(conn)
 	})
-	res := e.f.Do(ctx, Request{URL: mustURL(t, base+"/f.bin"), Size: -1}, func(n int64) {
+	res := e.doReq(ctx, Request{URL: mustURL(t, base+"/f.bin"), Size: -1}, func(n int64) {
 		if n == 3 {
 			cancel()
 		}
@@ -880,7 +878,7 @@ func TestFetch_F3_ConcurrentSameNameNeverClobber(t *testing.T) {
 	defer ts.Close()
 	const n = 8
 	var wg sync.WaitGroup
-	results := make([]Result, n)
+	results := make([]got, n)
 	for i := range n {
 		wg.Go(func() {
 			results[i] = e.do(fmt.Sprintf("%s/same.txt?i=%d", ts.URL, i), nil)
@@ -902,15 +900,18 @@ func TestNew_N1_DefaultTransport(t *testing.T) {
 	f, err := New(Config{Dir: t.TempDir()})
 	require.NoError(t, err)
 	defer f.Close()
-	require.NotNil(t, f.ownedTr)
-	tr := f.ownedTr.std
+	require.NotNil(t, f.owned)
+	tr := f.owned
 	assert.True(t, tr.DisableCompression, "F6")
 	assert.Equal(t, DefaultTLSHandshakeTimeout, tr.TLSHandshakeTimeout)
 	assert.Equal(t, DefaultResponseHeaderTimeout, tr.ResponseHeaderTimeout)
 	assert.Equal(t, DefaultIdleTimeout, f.idle)
-	assert.GreaterOrEqual(t, tr.MaxIdleConnsPerHost, 16)
-	assert.Zero(t, f.client.Load().Timeout, "no total timeout")
-	assert.Equal(t, "Heed/dev", f.ua)
+	assert.Equal(t, 1, tr.MaxIdleConnsPerHost, "idle connections per host: one request in flight per host")
+	assert.True(t, tr.ForceAttemptHTTP2)
+	assert.NotNil(t, tr.Proxy, "proxies from the environment")
+	assert.Zero(t, f.client.Timeout, "no total timeout")
+	assert.True(t, f.fresh.Transport.(*http.Transport).DisableKeepAlives, "a request sent again goes on a fresh connection")
+	assert.Equal(t, []string{"Heed/dev"}, f.ua)
 
 	_, err = New(Config{})
 	assert.Error(t, err)
@@ -946,11 +947,11 @@ func BenchmarkFetch_Download32MiB(b *testing.B) {
 	u := mustURL(b, ts.URL+"/big.bin")
 	b.SetBytes(int64(len(content)))
 	for b.Loop() {
-		res := f.Do(context.Background(), Request{URL: u, Size: -1}, nil)
+		res := f.Do(context.Background(), Request{URL: u, Part: "big.bin.part", Size: -1}, nil)
 		if !res.Done {
 			b.Fatal(res.Err)
 		}
-		os.Remove(filepath.Join(dir, res.File))
+		os.Remove(filepath.Join(dir, res.Part))
 	}
 }
 
@@ -963,7 +964,7 @@ func TestFetch_L2_LiftedCapDoesNotSliceWrites(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.Bandwidth = rate.NewLimiter(rate.Inf, 1) })
 	u := mustURL(t, srv.URL+"/big.bin")
 	writes := 0
-	res := e.f.Do(context.Background(), Request{URL: u, UserURL: u, Size: -1}, func(int64) { writes++ })
+	res := e.doReq(context.Background(), Request{URL: u, UserURL: u, Size: -1}, func(int64) { writes++ })
 	require.True(t, res.Done, "%v", res.Err)
 	assert.Equal(t, sha(content), res.SHA256)
 	assert.Less(t, writes, 1024, "a 1 MiB body took %d writes", writes)
@@ -992,8 +993,8 @@ func TestFetch_F1_KeptNamesNeverTaken(t *testing.T) {
 		{"HEED.DB-JOURNAL", "HEED (1).DB-JOURNAL", "payload"},
 		{"heed.db", "heed (1).db", "payload"},
 		{"heed.db-wal", "heed (1).db-wal", "payload"},
-		{"notes", "notes (1)", partSized("payload")}, // its part name, notes.part, is kept
-		{"notes", "notes", "payload"},                // a small body never has a part name
+		{"notes.part", "notes (1).part", "payload"},
+		{"notes", "notes", "payload"},
 		{"other.db-journal", "other.db-journal", "payload"},
 	}
 	for _, tc := range cases {
@@ -1061,9 +1062,9 @@ func TestFetch_F5_ShortRangeAsksForTheRest(t *testing.T) {
 	ts, requests := cappedRanges(t, content, 1000)
 	e.writePart("f.bin.part", content[:2000])
 	req := Request{URL: mustURL(t, ts.URL+"/f.bin"), Part: "f.bin.part", ETag: `"v1"`, Size: int64(len(content))}
-	var res Result
+	var res got
 	for i := range 30 {
-		res = e.f.Do(context.Background(), req, nil)
+		res = e.doReq(context.Background(), req, nil)
 		if res.Class != MoreRanges {
 			break
 		}
@@ -1077,37 +1078,4 @@ func TestFetch_F5_ShortRangeAsksForTheRest(t *testing.T) {
 	assert.Equal(t, sha(content), res.SHA256, "the hash covers every range")
 	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
 	assert.EqualValues(t, 18, requests.Load(), "one request per missing range")
-}
-
-// F8: the folder's free space is read once per freeSpaceFresh, not once per
-// download; an error is kept as long as a reading.
-func TestFetch_F8_FreeSpaceReadOncePerTenthOfASecond(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		reads := 0
-		answers := []struct {
-			free int64
-			err  error
-		}{{1000, nil}, {0, errors.New("statfs failed")}, {500, nil}}
-		free := recent(func() (int64, error) {
-			a := answers[reads]
-			reads++
-			return a.free, a.err
-		}, freeSpaceFresh)
-		for range 3 {
-			n, err := free()
-			require.NoError(t, err)
-			assert.Equal(t, int64(1000), n)
-		}
-		assert.Equal(t, 1, reads, "one reading serves the downloads of a tenth of a second")
-		time.Sleep(freeSpaceFresh)
-		_, err := free()
-		assert.Error(t, err)
-		_, err = free()
-		assert.Error(t, err, "an error is kept as long")
-		time.Sleep(freeSpaceFresh)
-		n, err := free()
-		require.NoError(t, err)
-		assert.Equal(t, int64(500), n)
-		assert.Equal(t, 3, reads)
-	})
 }

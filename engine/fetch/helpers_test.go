@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"io"
+	"io/fs"
 	"log"
 	"net"
 	"net/http"
@@ -14,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,15 +66,56 @@ func newEnv(t *testing.T, mod func(*Config)) *env {
 	return e
 }
 
-// do runs one attempt with a fresh-job request for rawURL.
-func (e *env) do(rawURL string, mod func(*Request)) Result {
+// got is what an exchange did, with the final name the engine gives a
+// complete download (Rename after FreeName, once it is recorded).
+type got struct {
+	Result
+	File string
+}
+
+// doReq runs one exchange as the engine does: with a part name chosen
+// before the request when the job has none, and a complete download given
+// its final name.
+func (e *env) doReq(ctx context.Context, req Request, progress func(int64)) got {
+	e.t.Helper()
+	if req.Part == "" && req.URL != nil {
+		user := req.UserURL
+		if user == nil {
+			user = req.URL
+		}
+		req.Part = e.f.PartFor(user, nil)
+	}
+	return e.finish(e.f.Do(ctx, req, progress))
+}
+
+// finish gives a complete download its final name, as the engine does.
+func (e *env) finish(res Result) got {
+	e.t.Helper()
+	if !res.Done {
+		return got{Result: res}
+	}
+	for {
+		final, err := e.f.FreeName(res.Name, nil)
+		require.NoError(e.t, err)
+		err = e.f.Rename(res.Part, final)
+		if errors.Is(err, fs.ErrExist) {
+			continue // taken since it was chosen
+		}
+		require.NoError(e.t, err)
+		res.Part = ""
+		return got{Result: res, File: final}
+	}
+}
+
+// do runs one exchange with a fresh-job request for rawURL.
+func (e *env) do(rawURL string, mod func(*Request)) got {
 	e.t.Helper()
 	u := mustURL(e.t, rawURL)
 	req := Request{URL: u, UserURL: u, Size: -1}
 	if mod != nil {
 		mod(&req)
 	}
-	return e.f.Do(context.Background(), req, nil)
+	return e.doReq(context.Background(), req, nil)
 }
 
 // files lists dl: regular files map to their content, symlinks to "->target".
@@ -131,11 +173,6 @@ func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
-
-// partSized is s made longer than holdMax, so that its download has a part
-// from its first byte: bodies up to holdMax are held in a file with no name
-// (see hold).
-func partSized(s string) string { return s + strings.Repeat("-", holdMax) }
 
 // body makes n bytes of recognisable content.
 func body(n int) string {

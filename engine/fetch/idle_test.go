@@ -85,7 +85,8 @@ func TestFetch_E27_SlowTrickleSurvivesIdleTimeout(t *testing.T) {
 		f, dir := newBubbleFetcher(t, trickleServer(data, 10*time.Second, -1), nil)
 		res := f.Do(context.Background(), Request{URL: mustURL(t, "http://slow.example/f.bin"), Size: -1}, nil)
 		require.True(t, res.Done, "%v", res.Err)
-		got, err := os.ReadFile(filepath.Join(dir, "f.bin"))
+		assert.Equal(t, "f.bin", res.Name)
+		got, err := os.ReadFile(filepath.Join(dir, res.Part)) // complete, synced, to be named by the engine
 		require.NoError(t, err)
 		assert.Equal(t, data, string(got))
 	})
@@ -121,7 +122,8 @@ func TestFetch_L2_N1_BandwidthWaitIsNotIdle(t *testing.T) {
 		f, dir := newBubbleFetcher(t, instant, bw)
 		res := f.Do(context.Background(), Request{URL: mustURL(t, "http://capped.example/f.bin"), Size: -1}, nil)
 		require.True(t, res.Done, "%v", res.Err)
-		got, err := os.ReadFile(filepath.Join(dir, "f.bin"))
+		assert.Equal(t, "f.bin", res.Name)
+		got, err := os.ReadFile(filepath.Join(dir, res.Part)) // complete, synced, to be named by the engine
 		require.NoError(t, err)
 		assert.Equal(t, data, string(got))
 		// Virtual time, not wall time: proves the cap was applied.

@@ -1,7 +1,10 @@
 package fetch
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"strings"
 	"unicode"
@@ -26,65 +29,141 @@ type Parsed struct {
 // recognise it, not a whole pasted file that had no line breaks.
 const maxRejectText = 200
 
-// ParseURLList splits pasted text into URLs (SPEC J1). URLs are separated by
-// spaces, tabs or line breaks ("\n" or "\r\n"); blank lines are skipped, and so
-// are comment lines, whose first character other than a space or tab is "#"
-// (as in aria2's and wget's input files: a URL never starts with "#"). Only
-// absolute http and https URLs with a host are accepted. A token holding a
-// carriage return (a stray "\r" not part of a line ending), any other control
-// character, that does not parse, or whose host has no host key, is rejected
-// with its reason. Each URL comes in the form Heed stores (see canonical):
-// its host is its host key. The order of the input is kept; duplicates are
-// left for the caller to report (J2).
-//
-// It runs in linear time; a 100,000-line paste takes about a tenth of a
-// second (see BenchmarkParseURLList).
+// MaxLineBytes is the longest line of a URL list Heed reads (G43): a longer
+// one is rejected with its line number, and the list goes on after it.
+const MaxLineBytes = 64 << 10
+
+// maxSkip is how far past MaxLineBytes a line may run before the input is
+// taken for something that is not a list at all (/dev/zero, a binary file).
+const maxSkip = 16 << 20
+
+// ErrNotAList says an input ran maxSkip bytes without a line break.
+var ErrNotAList = errors.New("no line break in 16 MiB: this is not a list of URLs")
+
+// ParseURLList splits pasted text into URLs (SPEC J1); see ListReader for
+// the rules.
 func ParseURLList(text string) (urls []Parsed, rejects []Reject) {
-	// A byte order mark some editors write.
-	return ParseURLLines(strings.TrimPrefix(text, "\ufeff"), 0)
-}
-
-// CutLines cuts text after its first n lines: head holds them, each with its
-// line break, tail the rest. ParseURLLines(tail, n) then goes on where
-// ParseURLList(head) stopped, so that a long paste can be parsed a part at a
-// time.
-func CutLines(text string, n int) (head, tail string) {
-	cut := 0
-	for ; n > 0 && cut < len(text); n-- {
-		i := strings.IndexByte(text[cut:], '\n')
-		if i < 0 {
-			return text, ""
+	l := NewListReader(strings.NewReader(text))
+	for {
+		u, r, err := l.Next(1 << 16)
+		urls, rejects = append(urls, u...), append(rejects, r...)
+		if err != nil {
+			return urls, rejects
 		}
-		cut += i + 1
 	}
-	return text[:cut], text[cut:]
 }
 
-// ParseURLLines is ParseURLList for lines that follow the first before lines
-// of a paste (see CutLines): it numbers them from before+1 and takes no byte
-// order mark off.
-func ParseURLLines(text string, before int) (urls []Parsed, rejects []Reject) {
-	line := before
-	for len(text) > 0 {
-		var l string
-		if i := strings.IndexByte(text, '\n'); i >= 0 {
-			l, text = text[:i], text[i+1:]
-		} else {
-			l, text = text, ""
+// ListReader reads a list of URLs as it comes (J1, G43), holding at most a
+// line of it in memory. URLs are separated by spaces, tabs or line breaks
+// ("\n" or "\r\n"); blank lines are skipped, and so are comment lines, whose
+// first character other than a space or tab is "#" (as in aria2's and
+// wget's input files: a URL never starts with "#"). A UTF-8 byte order
+// mark at the start is dropped. Only absolute http and https URLs with a
+// host are accepted. A token holding a carriage return (a stray "\r" not
+// part of a line ending), any other control character, over MaxURLBytes,
+// that does not parse, or whose host has no host key, is rejected with its
+// reason, and so is a line over MaxLineBytes. Each URL comes in the form
+// Heed stores (see canonical): its host is its host key. The order of the
+// input is kept; duplicates are left for the caller to report (J2).
+type ListReader struct {
+	r    *bufio.Reader
+	line int
+	bom  bool
+}
+
+// NewListReader reads the list r holds.
+func NewListReader(r io.Reader) *ListReader {
+	return &ListReader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next returns the URLs and rejects of the next lines, stopping after the
+// line that brings the URLs to at least n. At the end of the input err is
+// io.EOF (with the last lines' URLs); a read error or ErrNotAList (naming
+// the line) ends it too.
+func (l *ListReader) Next(n int) (urls []Parsed, rejects []Reject, err error) {
+	for len(urls) < n {
+		text, long, err := l.readLine()
+		if text != "" || long {
+			l.line++
+			if long {
+				rejects = append(rejects, Reject{Line: l.line, Text: excerpt(text), Reason: fmt.Sprintf("line is longer than %d KiB", MaxLineBytes>>10)})
+			} else {
+				urls, rejects = parseLine(text, l.line, urls, rejects)
+			}
+		} else if err == nil {
+			l.line++ // an empty line
 		}
-		line++
-		l = strings.TrimSuffix(l, "\r")
-		if strings.HasPrefix(strings.TrimLeftFunc(l, isSeparator), "#") {
+		if errors.Is(err, ErrNotAList) {
+			return urls, rejects, fmt.Errorf("line %d: %w", l.line, err)
+		}
+		if err != nil {
+			return urls, rejects, err
+		}
+	}
+	return urls, rejects, nil
+}
+
+// readLine returns the next line without its line break, or the first
+// MaxLineBytes of a longer one with long set (the rest skipped).
+func (l *ListReader) readLine() (text string, long bool, err error) {
+	var buf []byte
+	for {
+		frag, ferr := l.r.ReadSlice('\n')
+		if len(buf)+len(frag) <= MaxLineBytes+1 {
+			buf = append(buf, frag...)
+		} else if !long {
+			long = true
+			buf = append(buf, frag[:max(MaxLineBytes-len(buf), 0)]...)
+		}
+		if errors.Is(ferr, bufio.ErrBufferFull) {
+			if long && len(buf) >= MaxLineBytes {
+				if err := l.skip(); err != nil {
+					return string(buf), true, err
+				}
+				return string(buf), true, nil
+			}
 			continue
 		}
-		for _, tok := range strings.FieldsFunc(l, isSeparator) {
-			u, why := parseOne(tok)
-			if why != "" {
-				rejects = append(rejects, Reject{Line: line, Text: excerpt(tok), Reason: why})
-				continue
-			}
-			urls = append(urls, Parsed{URL: u, Line: line})
+		if !l.bom {
+			l.bom = true
+			buf = []byte(strings.TrimPrefix(string(buf), "\ufeff"))
 		}
+		s := strings.TrimSuffix(strings.TrimSuffix(string(buf), "\n"), "\r")
+		if len(s) > MaxLineBytes {
+			return s[:MaxLineBytes], true, ferr
+		}
+		return s, long, ferr
+	}
+}
+
+// skip reads past the rest of an overlong line, up to maxSkip bytes.
+func (l *ListReader) skip() error {
+	for skipped := 0; ; {
+		frag, err := l.r.ReadSlice('\n')
+		skipped += len(frag)
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, bufio.ErrBufferFull):
+			return err
+		case skipped > maxSkip:
+			return ErrNotAList
+		}
+	}
+}
+
+// parseLine adds the URLs and rejects of one line.
+func parseLine(l string, line int, urls []Parsed, rejects []Reject) ([]Parsed, []Reject) {
+	if strings.HasPrefix(strings.TrimLeftFunc(l, isSeparator), "#") {
+		return urls, rejects
+	}
+	for _, tok := range strings.FieldsFunc(l, isSeparator) {
+		u, why := parseOne(tok)
+		if why != "" {
+			rejects = append(rejects, Reject{Line: line, Text: excerpt(tok), Reason: why})
+			continue
+		}
+		urls = append(urls, Parsed{URL: u, Line: line})
 	}
 	return urls, rejects
 }
@@ -134,6 +213,9 @@ func isSeparator(r rune) bool {
 
 // parseOne checks one token; it returns a reason when the token is refused.
 func parseOne(tok string) (*url.URL, string) {
+	if len(tok) > MaxURLBytes {
+		return nil, fmt.Sprintf("URL is %d bytes long, over the limit of %d", len(tok), MaxURLBytes)
+	}
 	for _, r := range tok {
 		switch {
 		case r == '\r':
@@ -179,4 +261,22 @@ func canonical(u *url.URL) error {
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return nil
+}
+
+// Redact returns rawURL with its password, if it has one, masked as
+// "user:***@", for everything Heed shows, logs or exports (G44). A URL that
+// does not parse is returned as it is: Heed stores none.
+func Redact(rawURL string) string {
+	if !strings.Contains(rawURL, "@") {
+		return rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.User == nil {
+		return rawURL
+	}
+	if _, has := u.User.Password(); !has {
+		return rawURL
+	}
+	u.User = url.UserPassword(u.User.Username(), "***")
+	return u.String()
 }

@@ -2,6 +2,8 @@ package fetch
 
 import (
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -120,9 +122,9 @@ func BenchmarkParseURLList(b *testing.B) {
 	}
 }
 
-// J1: a paste parsed a part at a time (CutLines, ParseURLLines) gives what
-// parsing it whole gives, line numbers included, wherever it is cut.
-func TestParseURLLines_J1_PartsAsWhole(t *testing.T) {
+// J1: a list read in parts (ListReader.Next) gives what reading it whole
+// gives, line numbers included, whatever the parts' sizes.
+func TestListReader_J1_PartsAsWhole(t *testing.T) {
 	texts := []string{
 		"",
 		"http://a.example/1",
@@ -133,16 +135,59 @@ func TestParseURLLines_J1_PartsAsWhole(t *testing.T) {
 	}
 	for _, text := range texts {
 		urls, rejects := ParseURLList(text)
-		lines := strings.Count(text, "\n") + 1
-		for n := 0; n <= lines+1; n++ {
-			head, tail := CutLines(strings.TrimPrefix(text, "\ufeff"), n)
-			assert.Equal(t, strings.TrimPrefix(text, "\ufeff"), head+tail)
-			u1, r1 := ParseURLLines(head, 0)
-			u2, r2 := ParseURLLines(tail, n)
-			assert.Equal(t, lineOf(urls), append(lineOf(u1), lineOf(u2)...), "%q cut after %d lines", text, n)
-			assert.Equal(t, rejects, append(append([]Reject(nil), r1...), r2...), "%q cut after %d lines", text, n)
+		for n := 1; n <= 4; n++ {
+			l := NewListReader(strings.NewReader(text))
+			var u []Parsed
+			var r []Reject
+			for {
+				pu, pr, err := l.Next(n)
+				u, r = append(u, pu...), append(r, pr...)
+				if err != nil {
+					require.ErrorIs(t, err, io.EOF)
+					break
+				}
+			}
+			assert.Equal(t, lineOf(urls), lineOf(u), "%q in parts of %d", text, n)
+			assert.Equal(t, rejects, r, "%q in parts of %d", text, n)
 		}
 	}
+}
+
+// G43: a line over MaxLineBytes is rejected with its number and the list
+// goes on after it; an input with no line break for 16 MiB (/dev/zero, a
+// binary file) is no list, and reading it stops; a URL over MaxURLBytes is
+// refused. Memory stays bounded: the reader holds a line at a time.
+func TestReliability_G43_InputWithoutLimits(t *testing.T) {
+	long := "http://a.example/" + strings.Repeat("x", MaxLineBytes)
+	text := "http://a.example/1\n" + long + "\nhttp://a.example/" + strings.Repeat("y", MaxURLBytes) + "\nhttp://a.example/2\n"
+	urls, rejects := ParseURLList(text)
+	assert.Equal(t, []string{"1 http://a.example/1", "4 http://a.example/2"}, lineOf(urls))
+	require.Len(t, rejects, 2)
+	assert.Equal(t, 2, rejects[0].Line)
+	assert.Contains(t, rejects[0].Reason, "longer than 64 KiB")
+	assert.LessOrEqual(t, len(rejects[0].Text), maxRejectText+len("…"))
+	assert.Equal(t, 3, rejects[1].Line)
+	assert.Contains(t, rejects[1].Reason, "over the limit")
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l := NewListReader(io.LimitReader(zeros{}, 64<<20))
+	_, rs, err := l.Next(100)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrNotAList)
+	assert.ErrorContains(t, err, "line 1")
+	require.Len(t, rs, 1)
+	assert.Equal(t, 1, rs[0].Line)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(4<<20), "the endless line is never held")
+}
+
+// zeros is /dev/zero.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 // lineOf is each parsed URL with its line, for comparing.

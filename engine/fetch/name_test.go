@@ -141,7 +141,7 @@ func TestCandidates_F3_Numbering(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
-			candidates(tc.in, func(s string) bool {
+			candidatesFrom(tc.in, 0, func(s string, _ int) bool {
 				got = append(got, s)
 				return len(got) < 3
 			})

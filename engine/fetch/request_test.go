@@ -34,9 +34,9 @@ func TestFetch_N2_RedirectToUnparsableHostRefused(t *testing.T) {
 	// Followed as the package doc's loop does.
 	user := mustURL(t, ts.URL+"/start")
 	req := Request{URL: user, UserURL: user, Size: -1}
-	var res Result
+	var res got
 	for {
-		res = e.f.Do(context.Background(), req, nil)
+		res = e.doReq(context.Background(), req, nil)
 		if res.Redirect == nil {
 			break
 		}
@@ -72,6 +72,6 @@ func TestFetch_N3_SharedHeaderValuesUntouched(t *testing.T) {
 	res = e.do(ts.URL+"/h", func(r *Request) { r.Part, r.ETag, r.Size = "h.part", `"v1"`, 4 })
 	require.Equal(t, OK, res.Class, "%v", res.Err)
 	assert.Equal(t, []string{"identity"}, identity)
-	assert.Equal(t, []string{"Heed/0.1.0"}, e.f.uaHeader)
+	assert.Equal(t, []string{"Heed/0.1.0"}, e.f.ua)
 	assert.Equal(t, 1, cap(identity))
 }

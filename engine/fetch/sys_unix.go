@@ -3,17 +3,23 @@
 package fetch
 
 import (
+	"errors"
 	"io/fs"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// freeSpace returns the bytes available to this user in dir.
+// freeSpace returns the bytes available to this user in dir. A file system
+// that reports no blocks at all (ramfs, some FUSE ones) does not know its
+// size: that is an unknown free space, not a full disk (G41).
 func freeSpace(dir string) (int64, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, err
+	}
+	if st.Blocks == 0 {
+		return 0, errUnknownSpace
 	}
 	avail := uint64(st.Bavail) * uint64(st.Bsize)
 	if avail > 1<<62 {
@@ -21,6 +27,9 @@ func freeSpace(dir string) (int64, error) {
 	}
 	return int64(avail), nil
 }
+
+// errUnknownSpace says the file system does not report its free space.
+var errUnknownSpace = errors.New("the file system does not report its size")
 
 // linkCount returns the number of hard links to the file, or 1 when unknown.
 func linkCount(fi fs.FileInfo) uint64 {

@@ -216,18 +216,20 @@ func enqueueAll(ctx context.Context, path string, urls []string) error {
 		return err
 	}
 	const batch = 50000
-	jobs := make([]storage.NewJob, 0, batch)
+	jobs := make([]engine.NewJob, 0, batch)
 	for i, u := range urls {
 		host, err := engine.HostKey(u)
 		if err != nil {
 			db.Close()
 			return err
 		}
-		jobs = append(jobs, storage.NewJob{URL: u, Host: host})
+		jobs = append(jobs, engine.NewJob{URL: u, Key: u, Host: host})
 		if len(jobs) == batch || i == len(urls)-1 {
-			res, err := db.Enqueue(ctx, jobs)
-			if err == nil && res.Queued != len(jobs) {
-				err = fmt.Errorf("queued %d of %d", res.Queued, len(jobs))
+			res, err := db.Enqueue(ctx, jobs, 0)
+			for _, e := range res {
+				if err == nil && e.Duplicate {
+					err = fmt.Errorf("%d queued twice", e.ID)
+				}
 			}
 			if err != nil {
 				db.Close()

@@ -1,40 +1,39 @@
 // Package storage keeps Heed's jobs, attempt history, host state and settings in one SQLite
-// file (SPEC §7). It is the only package that speaks SQL; it knows nothing of HTTP, Fyne or the
-// engine, and works with its own plain record types.
+// file (SPEC §7). It is the only package that speaks SQL, and it implements the engine's Store
+// with the engine's own record types.
 //
 // # Connections
 //
 // A DB holds two pools on the same file: a writer of exactly one connection (WAL, busy timeout,
 // foreign keys, BEGIN IMMEDIATE) and a read-only pool for queries, so reads never wait behind
-// writes (S1); and a third connection that copies the -wal file back into the database in the
-// background after commits (passive checkpoints), so no commit waits for that (see
-// checkpointer). Every write goes through one writer goroutine that commits whatever arrived
-// while the previous commit ran as one transaction (group commit, S5):
+// writes (S1). Every write goes through one writer goroutine that commits whatever arrived while
+// the previous commit ran as one transaction (group commit, S5):
 //
-//   - Enqueue, Requeue, the job transitions (MarkActive, MarkQueued, MarkDone and FinishJobs,
-//     MarkFailed, SetJobState, SaveProgress) and SetSetting return only after their transaction
-//     committed: a nil error is the acknowledgement (J3 "persisted before acted on", S2).
-//   - StartJobs returns once its starts are appended to the start log beside the database
-//     (path + "-starts"), as durable as a commit; the jobs' rows move to active with the next
-//     commit once the start is 50 ms old (see startLog), or straight to done with their
-//     finish; a write that needs them active (a pause, a retry …) applies every start first.
-//   - RecordAttempt, QueueProgress, AppendHostEvent and SaveHost return at once; they ride the
-//     next commit (a batch of them alone waits up to 20 ms for company). Flush waits until
-//     everything queued before it is committed, and Close flushes.
+//   - Enqueue, SetState, Start, SetPart, Finish, Rename and SetSetting return only after their
+//     transaction committed: a nil error is the acknowledgement (J3 "persisted before acted on",
+//     S2).
+//   - RecordAttempt, Note, Named, SaveHost and AppendEvent return at once; they ride the next
+//     commit. Flush waits until everything queued before it is committed, and Close flushes.
 //
 // # Durability
 //
 // The database runs in WAL mode with synchronous=NORMAL: a commit is written to the -wal file
-// before the call returns, but not fsynced (and a start to the start log). That survives kill -9 of the process (the bytes are in
+// before the call returns, but not fsynced. That survives kill -9 of the process (the bytes are in
 // the operating system's page cache) — the crash test in this package holds that — but the last
 // commits before a power loss or kernel crash may be lost; the database itself stays consistent.
-// WithSyncFull trades throughput for surviving power loss as well.
+// WithSyncFull trades throughput for surviving power loss as well. SQLite checkpoints the WAL
+// itself (wal_autocheckpoint).
 //
 // # Duplicates (J2)
 //
-// The jobs table has one row per URL (UNIQUE url). Enqueue reports a URL that already has a row
-// as a duplicate, with the row's id and state, whatever that state is; Requeue moves a done,
-// failed or cancelled job back to queued, reusing its row, with a fresh attempt budget.
+// The jobs table has one row per de-duplication key. Enqueue reports a URL whose key already has
+// a row as a duplicate, with the row's id and state, whatever that state is; with again it moves
+// an ended job back to queued, reusing its row, with a fresh attempt budget.
+//
+// # Counts
+//
+// Each host's jobs by state are kept in its hosts row by triggers, in the same transaction as
+// every transition, so that listing hosts never counts jobs.
 //
 // # One process (S6)
 //
@@ -42,10 +41,9 @@
 // itself, whatever name, symlink or hard link it is opened by; elsewhere a lock on "<db>.lock"
 // beside the file's real path (LockFileEx on Windows), left in place on Close since deleting it
 // would race with another Open. A second Open of the same file — from this process or another —
-// fails with ErrLocked.
-// Open never creates a database over a file that is not one — nor adds its tables to another
-// application's SQLite file (PRAGMA application_id is "HEED") — and never deletes -wal or -shm
-// files.
+// fails with ErrLocked. Open never creates a database over a file that is not one — nor adds its
+// tables to another application's SQLite file (PRAGMA application_id is "HEED") — and never
+// deletes -wal or -shm files.
 package storage
 
 import (
@@ -64,6 +62,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+
+	"heed/engine"
 )
 
 // Errors returned by Open, wrapped in an *OpenError naming the file. A CLI maps any *OpenError to
@@ -93,11 +93,11 @@ var (
 
 // Errors returned by reads and writes.
 var (
-	// ErrNotFound means no job (or setting) has the given id, URL or key.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound means no job has the given id.
+	ErrNotFound = engine.ErrNotFound
 	// ErrStateConflict means a job transition was asked of a job in a state that does not allow
-	// it, for example MarkDone of a job the user cancelled meanwhile.
-	ErrStateConflict = errors.New("job is not in a state that allows this transition")
+	// it, for example Finish of a job the person cancelled meanwhile.
+	ErrStateConflict = engine.ErrNotQueued
 	// ErrClosed means the DB has been closed.
 	ErrClosed = errors.New("storage: database is closed")
 )
@@ -124,10 +124,7 @@ type options struct {
 	syncFull bool
 	batchMax int
 	now      func() time.Time
-	// The checkpointer's least and longest pause (see checkpointer).
-	checkpointMin, checkpointMax time.Duration
-	// How long SQLite waits for a lock another program holds before it gives up.
-	busy time.Duration
+	busy     time.Duration // how long SQLite waits for a lock another program holds
 }
 
 // WithLogger sends the DB's own messages (recovered jobs, failed background writes) to l.
@@ -137,20 +134,6 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithSyncFull sets synchronous=FULL: every commit is fsynced, so acknowledged writes survive
 // power loss as well as a process crash, at the cost of write throughput.
 func WithSyncFull() Option { return func(o *options) { o.syncFull = true } }
-
-// WithBatchMax sets the most operations the writer commits in one transaction (default 1024).
-func WithBatchMax(n int) Option {
-	return func(o *options) {
-		if n > 0 {
-			o.batchMax = n
-		}
-	}
-}
-
-// withCheckpointPause sets the background checkpointer's least and longest pause (tests).
-func withCheckpointPause(least, longest time.Duration) Option {
-	return func(o *options) { o.checkpointMin, o.checkpointMax = least, longest }
-}
 
 // withBusyTimeout sets how long SQLite waits for a lock another program holds (tests).
 func withBusyTimeout(d time.Duration) Option { return func(o *options) { o.busy = d } }
@@ -166,13 +149,6 @@ type DB struct {
 	recovered int64
 
 	ops      chan op
-	starts   *startLog     // job starts not yet applied to the jobs table (see startLog)
-	startMu  sync.RWMutex  // StartJobs (read) against transactions that unqueue jobs (write)
-	fresh    freshJobs     // jobs created and not started, as their rows stand (see freshJobs)
-	rJob     *sql.Stmt     // reads a job by id, on the read-only pool
-	kick     chan struct{} // wakes the checkpointer after a commit
-	ckptStop chan struct{}
-	ckptDone chan struct{}
 	wc       *sql.Conn            // the writer's connection, held for good; only the writer goroutine uses it
 	prepared map[string]*sql.Stmt // the writer's statements, prepared once on wc
 	mu       sync.RWMutex         // guards closed against sends on ops
@@ -180,13 +156,7 @@ type DB struct {
 	reader   bool // opened with OpenReader: queries only
 	done     chan struct{}
 	batchMax int
-
-	rearmed      bool         // the writer's: a commit left starts pending (see writer)
-	closing      bool         // the writer's: ops is closed, every batch applies every start
-	commits      atomic.Int64 // transactions committed by the writer, for tests
-	folds        atomic.Int64 // starts folded into their finish (see markDone), for tests
-	afterCommit  func()       // tests: runs on the writer right after each commit
-	checkpointed atomic.Int64 // pages the background checkpoints copied, for tests
+	commits  atomic.Int64 // transactions committed by the writer, for tests
 
 	errMu    sync.Mutex
 	asyncErr []error // errors of fire-and-forget writes, reported by the next Flush
@@ -229,8 +199,7 @@ const sqliteHeader = "SQLite format 3\x00"
 // existing file is an SQLite database, migrates the schema forward (S1), and re-queues jobs a
 // crash left active (S2; see Recovered). Every error is an *OpenError naming the file.
 func Open(path string, opts ...Option) (*DB, error) {
-	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now,
-		checkpointMin: checkpointMin, checkpointMax: checkpointMax, busy: 5 * time.Second}
+	o := options{logger: slog.New(slog.DiscardHandler), batchMax: 1024, now: time.Now, busy: 5 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -254,8 +223,9 @@ func Open(path string, opts ...Option) (*DB, error) {
 
 // OpenReader opens the existing Heed database at path for queries only, while another Heed may be
 // running on it (heed jobs beside a heed get): it takes no lock, migrates nothing and recovers
-// nothing, and its writes fail with ErrReadOnly. What it reads is the database as last committed:
-// a job whose start is only in the start log (see startLog) still reads as queued. A database of
+// nothing, and its writes fail with ErrReadOnly. What it reads is the database as last committed.
+// A database on read-only media (a folder Heed cannot write, where SQLite cannot keep its
+// shared-memory file) is opened as immutable: nobody can be writing it there. A database of
 // another schema version than this Heed's is refused. Every error is an *OpenError naming the file.
 func OpenReader(path string) (*DB, error) {
 	abs, err := filepath.Abs(path)
@@ -282,7 +252,11 @@ func openReader(path string) (_ *DB, err error) {
 			db.closeHandles()
 		}
 	}()
-	if db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&_busy_timeout=5000")); err != nil {
+	params := "mode=ro&_busy_timeout=5000"
+	if !writable(filepath.Dir(path)) {
+		params += "&immutable=1"
+	}
+	if db.r, err = sql.Open("sqlite3", dsn(path, params)); err != nil {
 		return nil, err
 	}
 	db.r.SetMaxOpenConns(2)
@@ -322,17 +296,14 @@ func open(path string, o options) (_ *DB, err error) {
 	if err := checkHeader(path); err != nil {
 		return nil, err
 	}
-
 	syncMode := "NORMAL"
 	if o.syncFull {
 		syncMode = "FULL"
 	}
 	// The journal mode is set below, once the file is known to be Heed's: it changes the file.
-	// The writer caches up to 16 MiB of pages: the busy part of the database (index tops, the
-	// newest history), and at a million jobs what keeps the process well under 300 MB. The rest is
-	// read back from the system's file cache, which costs microseconds: at 20,000 downloads 16 and
-	// 32 MiB ran equally fast.
 	busy := fmt.Sprintf("_busy_timeout=%d", o.busy.Milliseconds())
+	// The writer caches up to 16 MiB of pages: the busy part of the database (index tops, the
+	// newest history); the rest is read back from the system's file cache.
 	db.w, err = sql.Open("sqlite3", dsn(path, busy+"&_fk=on&_txlock=immediate&_cache_size=-16384&_sync="+syncMode))
 	if err != nil {
 		return nil, err
@@ -356,31 +327,15 @@ func open(path string, o options) (_ *DB, err error) {
 	if _, err := db.w.ExecContext(ctx, "PRAGMA journal_size_limit = 67108864"); err != nil {
 		return nil, classify(err)
 	}
-	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA wal_autocheckpoint = %d", walBackstopPages)); err != nil {
-		return nil, classify(err)
-	}
 	if err := migrate(ctx, db.w, migrations); err != nil {
 		return nil, classify(err)
 	}
-	applied, err := readStartsApplied(ctx, db.w)
-	if err != nil {
+	if db.recovered, err = recoverActive(ctx, db.w, o.now()); err != nil {
 		return nil, classify(err)
 	}
-	starts, todo, err := openStartLog(path, applied, o.syncFull)
-	if err != nil {
-		return nil, err
-	}
-	if db.recovered, err = recoverActive(ctx, db.w, o.now(), todo); err != nil {
-		return nil, classify(err)
-	}
-	if err := starts.reset(); err != nil {
-		return nil, err
-	}
-	db.starts = starts
 	if db.recovered > 0 {
 		db.log.Info("storage: re-queued jobs left active by a crash", "db", path, "jobs", db.recovered)
 	}
-
 	db.r, err = sql.Open("sqlite3", dsn(path, "mode=ro&"+busy))
 	if err != nil {
 		return nil, err
@@ -390,26 +345,7 @@ func open(path string, o options) (_ *DB, err error) {
 	if err := db.r.PingContext(ctx); err != nil {
 		return nil, classify(err)
 	}
-	if db.rJob, err = db.r.PrepareContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`); err != nil {
-		return nil, classify(err)
-	}
-
-	ckpt, err := sql.Open("sqlite3", dsn(path, busy+"&_sync="+syncMode))
-	if err != nil {
-		return nil, err
-	}
-	ckpt.SetMaxOpenConns(1)
-	ckpt.SetMaxIdleConns(1)
-	ckpt.SetConnMaxLifetime(0)
-	ckpt.SetConnMaxIdleTime(0)
-	db.kick = make(chan struct{}, 1)
-	db.ckptStop = make(chan struct{})
-	db.ckptDone = make(chan struct{})
-	go db.checkpointer(ckpt, o.checkpointMin, o.checkpointMax)
-
-	// The writer holds its connection for good and begins and commits with plain statements:
-	// database/sql's transactions (and every query in one) start a goroutine each to watch
-	// their context, which was a wake-up and a goroutine per started job.
+	// The writer holds its connection for good and begins and commits with plain statements.
 	if db.wc, err = db.w.Conn(ctx); err != nil {
 		return nil, classify(err)
 	}
@@ -417,6 +353,29 @@ func open(path string, o options) (_ *DB, err error) {
 	db.done = make(chan struct{})
 	go db.writer()
 	return db, nil
+}
+
+// recoverActive queues again every job a crash left active, keeping its partial file, bytes and
+// validators for resume (S2) and giving back the attempt the crash cut off (G42). It returns how
+// many it queued.
+func recoverActive(ctx context.Context, db *sql.DB, now time.Time) (int64, error) {
+	res, err := db.ExecContext(ctx, `UPDATE jobs SET state = 'queued', attempts = max(attempts - 1, 0),
+		last_error = 'interrupted', updated_at = ? WHERE state = 'active'`, nanos(now))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// writable reports whether files can be created in dir.
+func writable(dir string) bool {
+	f, err := os.CreateTemp(dir, ".heed-check-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
 }
 
 // dsn builds a go-sqlite3 URI for path. '%', '?' and '#' would end or escape the path part of
@@ -502,56 +461,35 @@ func (db *DB) Files() []string {
 	}
 	var out []string
 	for _, p := range paths {
-		for _, suffix := range []string{"", "-journal", "-wal", "-shm", ".lock", "-starts", "-starts.tmp"} {
+		for _, suffix := range []string{"", "-journal", "-wal", "-shm", ".lock"} {
 			out = append(out, p+suffix)
 		}
 	}
 	return out
 }
 
-// Recovered returns how many jobs Open found active — left so by a crash — and queued again,
-// with their partial file and byte count kept for resume (S2).
-func (db *DB) Recovered() int64 { return db.recovered }
-
 // Close flushes every queued write, stops the writer and releases the database and its lock.
 // It returns the errors of background writes not yet reported by Flush. Calling Close again
 // returns ErrClosed.
 func (db *DB) Close() error {
-	if db.reader {
-		db.mu.Lock()
-		defer db.mu.Unlock()
-		if db.closed {
-			return ErrClosed
-		}
-		db.closed = true
-		return db.closeHandles()
-	}
-	if db.starts.hasPending() {
-		// Every start logged is applied before the last commit; an error here is the
-		// writer's, reported below.
-		db.write(context.Background(), "apply starts", func(*wtx) error { return nil })
-	}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
 		return ErrClosed
 	}
 	db.closed = true
+	if db.reader {
+		db.mu.Unlock()
+		return db.closeHandles()
+	}
 	close(db.ops)
 	db.mu.Unlock()
 	<-db.done
-	close(db.ckptStop)
-	<-db.ckptDone
-	errs := []error{db.takeAsyncErr()}
-	errs = append(errs, db.closeHandles())
-	return errors.Join(errs...)
+	return errors.Join(db.takeAsyncErr(), db.closeHandles())
 }
 
 func (db *DB) closeHandles() error {
 	var errs []error
-	if db.rJob != nil {
-		errs = append(errs, db.rJob.Close())
-	}
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
@@ -565,25 +503,8 @@ func (db *DB) closeHandles() error {
 		// Closing the last connection checkpoints the WAL; SQLite removes -wal and -shm itself.
 		errs = append(errs, db.w.Close())
 	}
-	if db.starts != nil {
-		errs = append(errs, db.starts.close())
-	}
 	if db.lock != nil {
 		errs = append(errs, db.lock.Close())
 	}
 	return errors.Join(errs...)
-}
-
-func nanos(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixNano()
-}
-
-func fromNanos(n int64) time.Time {
-	if n == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, n)
 }

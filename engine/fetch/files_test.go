@@ -1,0 +1,57 @@
+package fetch
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// F3, A9, A10: a part takes its final name in one step that never replaces
+// anything: not a file, not a symlink (never followed), not a folder.
+func TestFiles_F3_RenameNeverReplaces(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writePart("a.part", "new")
+	e.write("taken.txt", "old")
+	require.NoError(t, os.Symlink(filepath.Join(e.outside, "target.txt"), filepath.Join(e.dl, "link.txt")))
+	require.NoError(t, os.Mkdir(filepath.Join(e.dl, "dir.txt"), 0o755))
+	for _, final := range []string{"taken.txt", "link.txt", "dir.txt"} {
+		assert.ErrorIs(t, e.f.Rename("a.part", final), fs.ErrExist, final)
+	}
+	require.NoError(t, e.f.Rename("a.part", "free.txt"))
+	files := e.files()
+	assert.Equal(t, "old", files["taken.txt"])
+	assert.Equal(t, "new", files["free.txt"])
+	assert.NotContains(t, files, "a.part")
+}
+
+// F1: Rename and the names it is given stay in the folder.
+func TestFiles_F1_RenameRefusesUnsafeNames(t *testing.T) {
+	e := newEnv(t, nil)
+	e.writePart("a.part", "x")
+	for _, c := range [][2]string{{"a.part", "../x"}, {"a.part", "sub/x"}, {"../a.part", "x"}, {"a.txt", "x"}} {
+		assert.ErrorIs(t, e.f.Rename(c[0], c[1]), errConfined, "%v", c)
+	}
+	assert.Equal(t, map[string]string{"a.part": "x"}, e.files())
+}
+
+// F3: FreeName skips every name something has, a symlink included, and
+// the names the caller holds; PartFor names the part after the URL.
+func TestFiles_F3_FreeNames(t *testing.T) {
+	e := newEnv(t, nil)
+	e.write("r.pdf", "1")
+	require.NoError(t, os.Symlink("nowhere", filepath.Join(e.dl, "r (1).pdf")))
+	held := func(n string) bool { return n == "r (2).pdf" }
+	name, err := e.f.FreeName("r.pdf", held)
+	require.NoError(t, err)
+	assert.Equal(t, "r (3).pdf", name)
+	_, err = e.f.FreeName("../r.pdf", nil)
+	assert.ErrorIs(t, err, errConfined)
+
+	e.write("file.bin.part", "someone's")
+	assert.Equal(t, "file (1).bin.part", e.f.PartFor(mustURL(t, "http://h/dl/file.bin?x=1"), nil))
+	assert.Equal(t, "index.html.part", e.f.PartFor(mustURL(t, "http://h/"), nil))
+}
