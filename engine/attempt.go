@@ -190,7 +190,7 @@ func (t *try) run() {
 		case res.Done:
 			outcome = "ok"
 		case t.ctx.Err() != nil:
-			outcome = "canceled"
+			outcome, dec.Reason = "canceled", "" // Heed or the person cut it off: see end
 		case dec.Throttled:
 			outcome = "throttled"
 		case dec.Retry:

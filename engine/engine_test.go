@@ -430,6 +430,7 @@ func TestEngine_G9_RedirectToPausedHostEndsTheRun(t *testing.T) {
 
 	for _, j := range r.jobs() {
 		assert.Equal(t, engine.JobQueued, j.State, j.URL)
+		assert.Contains(t, j.LastError, "is paused", "it says why it waits, not \"interrupted\"")
 	}
 	mu.Lock()
 	got := slices.Clone(ends)

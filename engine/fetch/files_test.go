@@ -55,3 +55,23 @@ func TestFiles_F3_FreeNames(t *testing.T) {
 	assert.Equal(t, "file (1).bin.part", e.f.PartFor(mustURL(t, "http://h/dl/file.bin?x=1"), nil))
 	assert.Equal(t, "index.html.part", e.f.PartFor(mustURL(t, "http://h/"), nil))
 }
+
+// G41: a file system that reports no blocks at all (ramfs, some FUSE ones)
+// does not know its size: its free space is unknown, not zero, and a
+// download into it proceeds.
+func TestReliability_G41_ZeroBlocksIsUnknownSpace(t *testing.T) {
+	_, err := spaceOf(0, 0, 4096)
+	assert.ErrorIs(t, err, errUnknownSpace)
+	n, err := spaceOf(100, 25, 4096)
+	require.NoError(t, err)
+	assert.Equal(t, int64(25*4096), n)
+	n, err = spaceOf(1, 1<<60, 1<<20)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1<<62), n, "saturates")
+
+	e := newEnv(t, func(c *Config) { c.FreeSpace = func() (int64, error) { return spaceOf(0, 0, 4096) } })
+	ts, _ := serveFile(t, "payload", `"v1"`, nil)
+	res := e.do(ts.URL+"/f.txt", nil)
+	require.True(t, res.Done, "%v", res.Err)
+	assert.Equal(t, map[string]string{"f.txt": "payload"}, e.files())
+}

@@ -17,6 +17,7 @@ import (
 // result is still lower-case punycode, which is all a key needs.
 var hostKeyProfile = idna.New(
 	idna.MapForLookup(),
+	idna.StrictDomainName(false),
 	idna.Transitional(false),
 	idna.BidiRule(),
 )
@@ -58,8 +59,8 @@ func HostKeyOf(u *url.URL) (string, error) {
 			return "", fmt.Errorf("host key: invalid host name %q: %w", host, err)
 		}
 		name = strings.ToLower(strings.TrimRight(a, "."))
-		if name == "" {
-			return "", fmt.Errorf("host key: invalid host name %q", host)
+		if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") {
+			return "", fmt.Errorf("host key: invalid host name %q: an empty label", host)
 		}
 	}
 	if port != "" && port == defaultPort(u.Scheme) {

@@ -76,13 +76,19 @@ func NewListReader(r io.Reader) *ListReader {
 	return &ListReader{r: bufio.NewReaderSize(r, 64<<10)}
 }
 
+// maxPartBytes bounds the text of the URLs one Next returns, so that a
+// part of a list is held in memory at most once this size, however long
+// its URLs (G43).
+const maxPartBytes = 8 << 20
+
 // Next returns the URLs and rejects of the next lines, stopping after the
-// line that brings the URLs to at least n. At the end of the input err is
-// io.EOF (with the last lines' URLs); a read error or ErrNotAList (naming
-// the line) ends it too.
+// line that brings the URLs to at least n (or their text to maxPartBytes).
+// At the end of the input err is io.EOF (with the last lines' URLs); a read
+// error or ErrNotAList (naming the line) ends it too.
 func (l *ListReader) Next(n int) (urls []Parsed, rejects []Reject, err error) {
-	for len(urls) < n {
+	for size := 0; len(urls) < n && size < maxPartBytes; {
 		text, long, err := l.readLine()
+		size += len(text)
 		if text != "" || long {
 			l.line++
 			if long {
@@ -160,7 +166,7 @@ func parseLine(l string, line int, urls []Parsed, rejects []Reject) ([]Parsed, [
 	for _, tok := range strings.FieldsFunc(l, isSeparator) {
 		u, why := parseOne(tok)
 		if why != "" {
-			rejects = append(rejects, Reject{Line: line, Text: excerpt(tok), Reason: why})
+			rejects = append(rejects, Reject{Line: line, Text: excerpt(Redact(tok)), Reason: why})
 			continue
 		}
 		urls = append(urls, Parsed{URL: u, Line: line})
@@ -277,6 +283,8 @@ func Redact(rawURL string) string {
 	if _, has := u.User.Password(); !has {
 		return rawURL
 	}
-	u.User = url.UserPassword(u.User.Username(), "***")
-	return u.String()
+	u.User = url.User(u.User.Username())
+	s := u.String() // "scheme://name@host…": the mask goes before the "@"
+	at := strings.Index(s, "@")
+	return s[:at] + ":***" + s[at:]
 }

@@ -4,7 +4,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -61,7 +60,12 @@ func sanitize(s string) string {
 			return '_'
 		case r == ':', r == '<', r == '>', r == '"', r == '|', r == '?', r == '*':
 			return '_'
-		case isBidiControl(r):
+		case unicode.Is(unicode.Cf, r):
+			// Invisible: zero-width spaces and joiners, direction marks
+			// that disguise an extension ("x\u200b.pdf\u200b.exe",
+			// "invoice\u202efdp.exe"). Dropped.
+			return -1
+		case isSlashLike(r):
 			return '_'
 		case r != ' ' && unicode.IsSpace(r):
 			// Tabs and exotic spaces are legal but confusing in a file name.
@@ -74,6 +78,9 @@ func sanitize(s string) string {
 	if s == "" {
 		return ""
 	}
+	if s[0] == '-' { // "-rf" would read as an option to a command given the name
+		s = "_" + s[1:]
+	}
 	if isReservedDeviceName(s) {
 		s = "_" + s
 	}
@@ -85,12 +92,6 @@ func sanitize(s string) string {
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
-// isBidiControl reports the invisible direction marks used to disguise
-// extensions ("invoice\u202Efdp.exe" renders as "invoiceexe.pdf").
-func isBidiControl(r rune) bool {
-	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
-		r == 0x200e || r == 0x200f || r == 0x061c
-}
 
 // isReservedDeviceName reports whether Windows would treat the name as a
 // device, which it does regardless of the extension ("NUL.txt", "com1.tar.gz").
@@ -116,13 +117,12 @@ func isReservedDeviceName(s string) bool {
 }
 
 // shorten cuts s to at most max bytes on a rune boundary, keeping an
-// extension of up to 16 bytes.
+// extension of up to 16 bytes, a compound one (".tar.gz") whole.
 func shorten(s string, max int) string {
-	ext := path.Ext(s)
-	if len(ext) > 16 || len(ext) == len(s) {
-		ext = ""
+	stem, ext := splitExt(s) // ".tar.gz" stays whole
+	if len(ext) > 16 {
+		stem, ext = s, ""
 	}
-	stem := s[:len(s)-len(ext)]
 	keep := max - len(ext)
 	for keep > 0 && !utf8.RuneStart(stem[keep]) {
 		keep--
@@ -177,4 +177,15 @@ func urlName(u *url.URL) string {
 		p = dec
 	}
 	return sanitize(p)
+}
+
+// isSlashLike reports the characters that look like a slash or a backslash
+// without being one ("a／b∕c"): a name showing them would read as a path.
+func isSlashLike(r rune) bool {
+	switch r {
+	case '\uff0f', '\u2215', '\u2044', '\u29f8', '\u2571', '\u1735', // slashes
+		'\uff3c', '\u2216', '\u29f5', '\u29f9', '\ufe68', '\u2572': // backslashes
+		return true
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -58,13 +59,13 @@ func TestSafeName_F2_Sanitises(t *testing.T) {
 		{"not reserved COM10", "COM10.txt", "COM10.txt"},
 		{"not reserved CONSOLE", "console.log", "console.log"},
 		{"windows forbidden chars", `a<b>c"d|e?f*g`, "a_b_c_d_e_f_g"},
-		{"bidi override", "invoice\u202Efdp.exe", "invoice_fdp.exe"},
+		{"bidi override dropped", "invoice\u202Efdp.exe", "invoicefdp.exe"},
 		{"invalid utf8", "a\xffb", "a_b"},
 		{"only separators", "///", ""},
 		{"trailing slash", "dir/", ""},
 		{"tab becomes space", "a\tb", "a_b"},
 		{"empty", "", ""},
-		{"long keeps extension", long, strings.Repeat("a", maxNameBytes-len(".gz")) + ".gz"},
+		{"long keeps its whole extension", long, strings.Repeat("a", maxNameBytes-len(".tar.gz")) + ".tar.gz"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,4 +173,52 @@ func mustURL(t testing.TB, s string) *url.URL {
 	u, err := url.Parse(s)
 	require.NoError(t, err)
 	return u
+}
+
+// G45: names with Unicode format characters, look-alike slashes or a
+// leading "-" are cleaned to one safe component, and a shortened name keeps
+// its whole extension.
+func TestReliability_G45_ConfusableNames(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"zero-width space", "x\u200b.pdf\u200b.exe", "x.pdf.exe"},
+		{"zero-width joiner and word joiner", "re\u200dport\u2060.pdf", "report.pdf"},
+		{"byte order mark inside", "a\ufeffb.txt", "ab.txt"},
+		{"fullwidth and division slashes", "a\uff0fb\u2215c", "a_b_c"},
+		{"fraction slash and fullwidth backslash", "a\u2044b\uff3cc.txt", "a_b_c.txt"},
+		{"leading dash", "-rf", "_rf"},
+		{"leading dash after dots", "..-x.sh", "_x.sh"},
+		{"247-byte tar.gz", strings.Repeat("b", 240) + ".tar.gz", strings.Repeat("b", maxNameBytes-len(".tar.gz")) + ".tar.gz"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, SafeName(tc.in))
+			assert.Equal(t, tc.want, dispositionName([]string{`attachment; filename="` + tc.in + `"`}), "from Content-Disposition")
+		})
+	}
+}
+
+// G45, F2: whatever a server puts in Content-Disposition, a name Heed takes
+// from it is one safe component: no separator or look-alike, no invisible
+// format character, no leading dot, space or dash, nothing Windows refuses,
+// at most maxNameBytes, and cleaning it again changes nothing.
+func FuzzDispositionName(f *testing.F) {
+	for _, s := range []string{`attachment; filename="a.txt"`, `attachment; filename*=UTF-8''%E2%80%8Bx.pdf`,
+		`inline; filename="-rf"`, `attachment; filename="a／b∕c"`, `attachment; filename="..\\..\\x"`,
+		"attachment; filename=\"x\u200b.pdf\u200b.exe\"", `attachment; filename*=UTF-8''%EF%BC%8Fetc%EF%BC%8Fpasswd`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, header string) {
+		got := dispositionName([]string{header})
+		if got == "" {
+			return
+		}
+		if strings.ContainsAny(got, "/\\:\x00") || got == "." || got == ".." || !utf8.ValidString(got) ||
+			len(got) > maxNameBytes || isReservedDeviceName(got) || strings.IndexFunc(got, isSlashLike) >= 0 ||
+			strings.IndexFunc(got, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 ||
+			strings.HasPrefix(got, "-") || strings.HasPrefix(got, ".") || strings.HasPrefix(got, " ") {
+			t.Fatalf("Content-Disposition %q gave %q: not one safe component", header, got)
+		}
+		if again := sanitize(got); again != got {
+			t.Fatalf("not idempotent: %q -> %q -> %q", header, got, again)
+		}
+	})
 }

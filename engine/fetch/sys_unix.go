@@ -18,14 +18,20 @@ func freeSpace(dir string) (int64, error) {
 	if err := unix.Statfs(dir, &st); err != nil {
 		return 0, err
 	}
-	if st.Blocks == 0 {
+	return spaceOf(uint64(st.Blocks), uint64(st.Bavail), uint64(st.Bsize))
+}
+
+// spaceOf is the free space statfs reports: avail blocks of bsize bytes,
+// out of blocks; a file system of no blocks knows nothing of its size.
+func spaceOf(blocks, avail, bsize uint64) (int64, error) {
+	if blocks == 0 {
 		return 0, errUnknownSpace
 	}
-	avail := uint64(st.Bavail) * uint64(st.Bsize)
-	if avail > 1<<62 {
-		avail = 1 << 62
+	n := avail * bsize
+	if avail != 0 && n/avail != bsize || n > 1<<62 {
+		n = 1 << 62
 	}
-	return int64(avail), nil
+	return int64(n), nil
 }
 
 // errUnknownSpace says the file system does not report its free space.
