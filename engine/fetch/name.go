@@ -92,7 +92,6 @@ func sanitize(s string) string {
 
 func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
-
 // isReservedDeviceName reports whether Windows would treat the name as a
 // device, which it does regardless of the extension ("NUL.txt", "com1.tar.gz").
 func isReservedDeviceName(s string) bool {
