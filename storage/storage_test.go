@@ -438,3 +438,42 @@ func TestOpen_RELIABILITY36_LockedByAnotherProgram(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, engine.Counts{Queued: 1}, counts)
 }
+
+// A database on read-only media (a CD, a read-only mount) can still be
+// listed: OpenReader opens it immutable, since no Heed can be writing it
+// there and SQLite cannot keep its shared-memory file beside it.
+func TestOpenReader_ReadOnlyMedia(t *testing.T) {
+	db, path := openTest(t)
+	_, err := db.Enqueue(bg, newJobs("ro.example", "https://ro.example/1", "https://ro.example/2"), noAgain)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	media := filepath.Join(t.TempDir(), "media")
+	require.NoError(t, os.Mkdir(media, 0o755))
+	if os.Geteuid() == 0 {
+		// root writes through permissions: a read-only mount is what read-only media are
+		require.NoError(t, exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", media).Run(), "mount a tmpfs")
+		t.Cleanup(func() { exec.Command("umount", media).Run() })
+	}
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	copyPath := filepath.Join(media, "heed.db")
+	require.NoError(t, os.WriteFile(copyPath, b, 0o444))
+	if os.Geteuid() == 0 {
+		require.NoError(t, exec.Command("mount", "-o", "remount,ro", media).Run())
+	} else {
+		require.NoError(t, os.Chmod(media, 0o555))
+		t.Cleanup(func() { os.Chmod(media, 0o755) })
+	}
+	require.False(t, writable(media), "the media are read-only")
+
+	ro, err := OpenReader(copyPath)
+	require.NoError(t, err)
+	defer ro.Close()
+	jobs, err := ro.Jobs(bg, engine.JobQuery{})
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2)
+	hosts, err := ro.Hosts(bg)
+	require.NoError(t, err)
+	require.Len(t, hosts, 1)
+	assert.Equal(t, int64(2), hosts[0].Counts.Queued)
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -54,9 +55,17 @@ func HostKeyOf(u *url.URL) (string, error) {
 	if ip := net.ParseIP(host); ip != nil {
 		name = ip.String() // canonical form; IPv6 is bracketed below
 	} else {
+		if !utf8.ValidString(host) {
+			return "", fmt.Errorf("host key: invalid host name %q: not UTF-8", host)
+		}
 		a, err := hostKeyProfile.ToASCII(host)
 		if err != nil {
 			return "", fmt.Errorf("host key: invalid host name %q: %w", host, err)
+		}
+		if again, err := hostKeyProfile.ToASCII(a); err != nil || again != a {
+			// A key is its own key: a name whose ASCII form is no valid name
+			// (a replacement character mapped in) has none.
+			return "", fmt.Errorf("host key: invalid host name %q", host)
 		}
 		name = strings.ToLower(strings.TrimRight(a, "."))
 		if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "..") {

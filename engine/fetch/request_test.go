@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -74,4 +75,39 @@ func TestFetch_N3_SharedHeaderValuesUntouched(t *testing.T) {
 	assert.Equal(t, []string{"identity"}, identity)
 	assert.Equal(t, []string{"Heed/0.1.0"}, e.f.ua)
 	assert.Equal(t, 1, cap(identity))
+}
+
+// G38, G39: whatever Location a redirect carries, Do never panics, and a
+// target it hands back is an http(s) URL with a host key, no longer than
+// MaxURLBytes, so the engine can neither loop on a URL it cannot key nor
+// store a huge one; a refusal says why in a bounded message.
+func FuzzRedirectLocation(f *testing.F) {
+	for _, s := range []string{"/next", "http://127.0.0.2:99999/y", "http://:80/y", "http://-a-.example/y",
+		"http://xn--a.example/y", "//h:80:/x", "ftp://x/y", "http://a..b/", "https://[::1]:443/x", "\x00", "http://\u00e9.example/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, loc string) {
+		tr := memTransport(func(r *http.Request) *http.Response {
+			return &http.Response{StatusCode: 302, Status: "302 Found", Header: http.Header{"Location": {loc}},
+				Body: io.NopCloser(strings.NewReader("")), Request: r}
+		})
+		f, err := New(Config{Dir: t.TempDir(), Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		u, _ := url.Parse("http://start.example/a/b")
+		res := f.Do(context.Background(), Request{URL: u, UserURL: u, Size: -1}, nil)
+		if res.Redirect != nil {
+			if n := len(res.Redirect.String()); n > MaxURLBytes {
+				t.Fatalf("Location %q: a target of %d bytes", loc, n)
+			}
+			if _, err := HostKeyOf(res.Redirect); err != nil || !httpScheme(res.Redirect) {
+				t.Fatalf("Location %q: target %q has no host key: %v", loc, res.Redirect, err)
+			}
+		}
+		if res.Err != nil && len(res.Err.Error()) > MaxURLBytes+512 {
+			t.Fatalf("Location %q: a %d-byte reason", loc, len(res.Err.Error()))
+		}
+	})
 }
