@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"heed/engine/fetch"
+	"heed/engine/quota"
 )
 
 // errUserStop is the cancellation cause when a person paused or cancelled a job.
@@ -155,8 +156,11 @@ func (t *try) run() {
 				res.Err = fmt.Errorf("the server sent the file in more than %d pieces: %w", maxPieces, res.Err)
 			}
 		}
-		dec := e.core.Observe(t.d, Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res),
-			Err: res.Err, Attempts: job.Attempts}, end)
+		o := Outcome{Status: res.Status, RetryAfter: res.RetryAfter, Class: classOf(res), Err: res.Err, Attempts: job.Attempts}
+		if st, ok := quota.Parse(res.Header, end); ok {
+			o.Quota = &st // G12
+		}
+		dec := e.core.Observe(t.d, o, end)
 		row := t.row(start, end, res, dec)
 		if next, label := t.next(res); next != nil {
 			row.Outcome = label

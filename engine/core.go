@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"heed/engine/quota"
 )
 
 // Config configures a Core. The zero value of each field selects the
@@ -164,6 +166,9 @@ type Outcome struct {
 	// Attempts is the number of attempts the job has made including this
 	// one, not counting throttled ones (R3).
 	Attempts int
+	// Quota is what the response said of the server's quota, when it did
+	// (G12): quota.Parse of its header.
+	Quota *quota.Statement
 }
 
 // Decision is the core's verdict on an attempt.
@@ -270,6 +275,7 @@ func (c *Core) getHost(key string, now time.Time) *host {
 	}
 	h := &host{key: key, heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime}
 	h.br.openedAt = noTime
+	h.quota = serverQuota{seenAt: noTime, resetAt: noTime, until: noTime}
 	h.applyTunables(c.defaults, now)
 	c.hosts = append(c.hosts, h)
 	c.byKey[key] = h
@@ -422,6 +428,7 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 		from = t
 	}
 	h.spaceUntil = addMono(from, c.drawJitter(h))
+	c.quotaDispatched(h, nowM)
 	c.dispatchSeq++
 	d := Dispatch{Host: h.key, Seq: c.dispatchSeq, Hop: hop, levelGen: h.levelGen, breakerGen: h.br.gen}
 	if h.br.state == HalfOpen {
@@ -537,6 +544,9 @@ func (c *Core) Observe(d Dispatch, o Outcome, now time.Time) Decision {
 		c.onThrottle(h, &d, o.Status, ra, raOK, nowM)
 	case o.Status > 0:
 		c.onResponse(h, o.Status, ra, raOK, nowM)
+	}
+	if o.Quota != nil {
+		c.onQuota(h, *o.Quota, raOK, nowM)
 	}
 	failure := BreakerFailure(o.Class, o.Status)
 	// A success is an HTTP response that is not a failure (404 is the URL's

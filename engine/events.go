@@ -21,10 +21,11 @@ const (
 	EventTrip                                 // user: trip the breaker open (B5)
 	EventRetune                               // tunables changed (G2)
 	EventRetryAfter                           // Retry-After on a response that is not a throttle (G7)
+	EventQuota                                // the server's quota started or stopped shaping the host (G12)
 )
 
 var eventNames = [...]string{"", "throttle", "decay", "breaker-open", "breaker-half-open", "breaker-closed",
-	"pause", "resume", "probe-now", "reset", "trip", "retune", "retry-after"}
+	"pause", "resume", "probe-now", "reset", "trip", "retune", "retry-after", "quota"}
 
 // String returns a short name such as "throttle" or "breaker-open".
 func (k EventKind) String() string {

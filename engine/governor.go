@@ -61,6 +61,8 @@ type host struct {
 	br        breaker
 	abandoned []uint64 // Seq of probes declared failed whose in-flight slot was released
 
+	quota serverQuota // what the server says of its quota (G12)
+
 	window
 
 	dirty bool
@@ -151,6 +153,9 @@ func (h *host) due(now time.Time, nowM int64, probeTimeout int64, hop bool) (int
 	}
 	if h.spaceUntil > due {
 		due, why = h.spaceUntil, WaitJitter
+	}
+	if h.quota.until > due && h.quota.active(nowM) {
+		due, why = h.quota.until, WaitQuota
 	}
 	if t := h.tokenReadyAt(now, nowM); t > due {
 		due, why = t, WaitToken

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"heed/engine/quota"
 )
 
 // HostState is what the storage layer persists for a host (G10, B6, S4).
@@ -30,6 +32,19 @@ type HostState struct {
 	Tokens     float64
 	TokensAt   time.Time
 	SpaceUntil time.Time
+
+	// The server's quota as it last stated it (G12), so that a restart
+	// inside its window does not spend it again: the binding policy's
+	// name and form, its limit per window (-1 unknown), the requests left
+	// now (-1 unknown), its reset, when it was said, and the spacing's end.
+	QuotaName      string
+	QuotaForm      string
+	QuotaLimit     int64
+	QuotaWindow    time.Duration
+	QuotaRemaining int64
+	QuotaReset     time.Time
+	QuotaSeen      time.Time
+	QuotaUntil     time.Time
 
 	// Counts are the host's jobs by state, kept by the Store with each
 	// transition; the core reads only whether it has jobs queued.
@@ -70,6 +85,14 @@ func (c *Core) ExportHost(host string) (HostState, bool) {
 		s.SpaceUntil = toWall(h.spaceUntil)
 	}
 	s.OpenedAt = toWall(h.br.openedAt)
+	if q := &h.quota; q.active(nowM) {
+		s.QuotaName, s.QuotaForm, s.QuotaLimit, s.QuotaWindow = q.name, q.form, q.limit, q.window
+		s.QuotaRemaining = q.remaining
+		if q.remaining >= 0 {
+			s.QuotaRemaining = max(q.remaining-q.sent, 0)
+		}
+		s.QuotaReset, s.QuotaSeen, s.QuotaUntil = toWall(q.resetAt), toWall(q.seenAt), toWall(q.until)
+	}
 	if h.own != nil {
 		t := h.own.Tunables
 		t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
@@ -122,6 +145,17 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 	}
 	if h.br.state != Closed && h.br.openedAt == noTime {
 		h.br.openedAt = nowM
+	}
+	if !s.QuotaSeen.IsZero() {
+		h.quota = serverQuota{name: s.QuotaName, form: s.QuotaForm, limit: s.QuotaLimit, window: s.QuotaWindow,
+			remaining: s.QuotaRemaining, resetAt: fromWall(s.QuotaReset), seenAt: fromWall(s.QuotaSeen),
+			until: fromWall(s.QuotaUntil)}
+		h.quota.said = quota.Policy{Name: s.QuotaName, Limit: s.QuotaLimit, Window: s.QuotaWindow,
+			Remaining: s.QuotaRemaining, ResetIn: -1}.String()
+		c.spaceForQuota(h, nowM, noTime)
+		if u := fromWall(s.QuotaUntil); u != noTime && u > h.quota.until {
+			h.quota.until = u
+		}
 	}
 	if s.Counts.Queued > 0 && len(h.win) == 0 {
 		h.more = true // its queue is in storage: the first refill reads it

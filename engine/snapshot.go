@@ -21,9 +21,10 @@ const (
 	WaitEmpty                         // nothing queued
 	WaitRetryDelay                    // its jobs wait for their retry delay (R4)
 	WaitLoading                       // its next jobs are being read from storage (Q1)
+	WaitQuota                         // the server's own quota: its spacing or its reset (G12)
 )
 
-var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay", "loading"}
+var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay", "loading", "quota"}
 
 // String returns a short name such as "token" or "inflight-cap".
 func (w WaitReason) String() string {
@@ -60,8 +61,15 @@ type HostSnapshot struct {
 	Paused      bool
 	PauseReason string
 	LastStatus  int
-	Waiting     WaitReason
-	NextDue     time.Time // when it may dispatch; zero when only an event helps
+	// Quota is what the server said of its quota and what Heed does
+	// about it ("3 left of 100 per 60s, resets in 20s — spacing 6.7s"), ""
+	// when it says nothing (G12); QuotaShaping says it slows the host more
+	// than its own rate does, QuotaNote a quota Heed does not pace from.
+	Quota        string
+	QuotaShaping bool
+	QuotaNote    string
+	Waiting      WaitReason
+	NextDue      time.Time // when it may dispatch; zero when only an event helps
 }
 
 // Stats are the global figures (L1, L2).
@@ -145,6 +153,10 @@ func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 		Paused: h.paused, PauseReason: h.pauseReason, LastStatus: h.lastStatus,
 		Waiting: why,
 	}
+	if h.quota.active(nowM) {
+		s.Quota, s.QuotaShaping = h.quota.describe(nowM), h.quota.shaping
+	}
+	s.QuotaNote = h.quota.ignored
 	if h.gate != noTime {
 		s.Gate = c.at(h.gate)
 		s.GateIn = time.Duration(max(h.gate-nowM, 0))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"heed/engine"
 )
@@ -28,16 +29,22 @@ func (db *DB) SaveHost(h engine.HostState) error {
 	updated := nanos(db.now())
 	return db.queue("save host "+h.Host, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO hosts (host, tunables_json, paused, pause_reason, level, streak, gate,
-			breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until, updated_at,
+			quota_name, quota_form, quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET tunables_json = excluded.tunables_json, paused = excluded.paused,
 			pause_reason = excluded.pause_reason, level = excluded.level, streak = excluded.streak,
 			gate = excluded.gate, breaker_state = excluded.breaker_state, failures = excluded.failures,
 			opened_at = excluded.opened_at, last_status = excluded.last_status, throttles = excluded.throttles,
 			tokens = excluded.tokens, tokens_at = excluded.tokens_at, space_until = excluded.space_until,
-			updated_at = excluded.updated_at`,
+			updated_at = excluded.updated_at, quota_name = excluded.quota_name, quota_form = excluded.quota_form,
+			quota_limit = excluded.quota_limit, quota_window_ns = excluded.quota_window_ns,
+			quota_remaining = excluded.quota_remaining, quota_reset = excluded.quota_reset,
+			quota_seen = excluded.quota_seen, quota_until = excluded.quota_until`,
 			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), int(h.Breaker), h.Failures,
-			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil), updated)
+			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil), updated,
+			h.QuotaName, h.QuotaForm, h.QuotaLimit, int64(h.QuotaWindow), h.QuotaRemaining, nanos(h.QuotaReset),
+			nanos(h.QuotaSeen), nanos(h.QuotaUntil))
 		return err
 	})
 }
@@ -60,7 +67,8 @@ func (db *DB) AppendEvent(e engine.Event) error {
 func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, tunables_json, paused, pause_reason, level, streak,
 		gate, breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until,
-		updated_at, queued, active, paused_jobs, done, failed, cancelled, skipped FROM hosts ORDER BY host`)
+		updated_at, queued, active, paused_jobs, done, failed, cancelled, skipped, quota_name, quota_form,
+		quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until FROM hosts ORDER BY host`)
 	if err != nil {
 		return nil, err
 	}
@@ -69,14 +77,17 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	for rows.Next() {
 		var h engine.HostState
 		var tun sql.NullString
-		var gate, opened, tokensAt, spaceUntil, updated int64
+		var gate, opened, tokensAt, spaceUntil, updated, qWindow, qReset, qSeen, qUntil int64
 		var breaker int
 		c := &h.Counts
 		if err := rows.Scan(&h.Host, &tun, &h.Paused, &h.PauseReason, &h.Level, &h.Streak, &gate,
 			&breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &h.Tokens, &tokensAt, &spaceUntil,
-			&updated, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped); err != nil {
+			&updated, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped,
+			&h.QuotaName, &h.QuotaForm, &h.QuotaLimit, &qWindow, &h.QuotaRemaining, &qReset, &qSeen, &qUntil); err != nil {
 			return nil, err
 		}
+		h.QuotaWindow = time.Duration(qWindow)
+		h.QuotaReset, h.QuotaSeen, h.QuotaUntil = fromNanos(qReset), fromNanos(qSeen), fromNanos(qUntil)
 		if tun.Valid {
 			var t engine.Tunables
 			if json.Unmarshal([]byte(tun.String), &t) == nil {

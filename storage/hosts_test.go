@@ -27,6 +27,9 @@ func TestHosts_S4_HostStateRoundTripAcrossReopen(t *testing.T) {
 		Level: 3, Streak: 2, Gate: time.Unix(1_800_000_000, 5), Breaker: engine.HalfOpen, Failures: 4,
 		OpenedAt: time.Unix(1_700_000_000, 6), LastStatus: 429, Throttles: 17,
 		Tokens: 1.5, TokensAt: time.Unix(1_700_000_100, 7), SpaceUntil: time.Unix(1_700_000_101, 8),
+		QuotaName: "burst", QuotaForm: "RateLimit", QuotaLimit: 100, QuotaWindow: time.Minute, QuotaRemaining: 3,
+		QuotaReset: time.Unix(1_700_000_120, 9), QuotaSeen: time.Unix(1_700_000_100, 10),
+		QuotaUntil: time.Unix(1_700_000_106, 11),
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

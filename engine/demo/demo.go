@@ -67,9 +67,16 @@ const (
 	// Dropping starts the body and then closes the connection part-way through
 	// it on a fraction of responses; the client sees an unexpected EOF.
 	Dropping
+	// Quota enforces a quota of HostSpec.QuotaLimit file requests per
+	// HostSpec.QuotaWindow (fixed windows, the first starting at the first
+	// request), says it on every response — RateLimit-Policy and RateLimit
+	// (SPEC G12), or with QuotaForm "x" the X-RateLimit-Limit, -Remaining
+	// and -Reset fields with an epoch Reset — and answers 429 with
+	// Retry-After past it.
+	Quota
 )
 
-var behaviorNames = [...]string{"healthy", "throttling", "flaky", "slow", "dropping"}
+var behaviorNames = [...]string{"healthy", "throttling", "flaky", "slow", "dropping", "quota"}
 
 // String returns the lower-case name of b ("healthy", "throttling", …).
 func (b Behavior) String() string {
@@ -112,6 +119,10 @@ func ParseBehavior(s string) (Behavior, error) {
 //   - RetryAfterFraction (Flaky): probability that a 503 carries Retry-After.
 //     Default 0.5; a negative value means never.
 //   - Rate (Slow): body bytes per second for each response. Default 64 KiB/s.
+//   - QuotaLimit, QuotaWindow (Quota): requests per window, default 10 per
+//     6 s. QuotaForm "x" says it in the X-RateLimit fields; ClockAhead sets
+//     the server's clock (its Date header and epoch Reset) that far ahead of
+//     the real one.
 //   - DropFraction (Dropping): probability that a response body is cut.
 //     Default 0.25. A cut falls at a random point between a quarter and three
 //     quarters of the body being sent (Range responses included), so a client
@@ -128,6 +139,10 @@ type HostSpec struct {
 	RetryAfterFraction float64
 	Rate               int
 	DropFraction       float64
+	QuotaLimit         int
+	QuotaWindow        time.Duration
+	QuotaForm          string
+	ClockAhead         time.Duration
 }
 
 // withDefaults returns h with its zero knobs replaced by their defaults.
@@ -158,6 +173,13 @@ func (h HostSpec) withDefaults() HostSpec {
 		if h.DropFraction <= 0 {
 			h.DropFraction = 0.25
 		}
+	case Quota:
+		if h.QuotaLimit <= 0 {
+			h.QuotaLimit = 10
+		}
+		if h.QuotaWindow <= 0 {
+			h.QuotaWindow = 6 * time.Second
+		}
 	}
 	return h
 }
@@ -187,11 +209,12 @@ type Config struct {
 	Fast        bool
 }
 
-// DefaultConfig is the demo a person sees with `heed demo`: five hosts, one
+// DefaultConfig is the demo a person sees with `heed demo`: six hosts, one
 // of each Behavior — healthy; throttling (429 with Retry-After: 2 on every
 // 5th request, every 3rd of those as an HTTP-date); flaky (503 on ~20 %,
 // half of them with Retry-After: 1); slow (64 KiB/s); dropping (~25 % of
-// bodies cut mid-way) — with 60 files each, from 4 KiB to 384 KiB.
+// bodies cut mid-way); quota (20 requests per 30 s, said in RateLimit
+// fields) — with 60 files each, from 4 KiB to 384 KiB.
 func DefaultConfig() Config {
 	return Config{
 		Hosts: []HostSpec{
@@ -200,6 +223,7 @@ func DefaultConfig() Config {
 			{Name: "flaky", Behavior: Flaky, FailFraction: 0.2, RetryAfter: time.Second, RetryAfterFraction: 0.5},
 			{Name: "slow", Behavior: Slow, Rate: 64 << 10},
 			{Name: "dropping", Behavior: Dropping, DropFraction: 0.25},
+			{Name: "quota", Behavior: Quota, QuotaLimit: 20, QuotaWindow: 30 * time.Second},
 		},
 		Files:       60,
 		FileSize:    4 << 10,
@@ -298,7 +322,7 @@ func Start(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("demo: host name %q used twice", spec.Name)
 		}
 		seen[spec.Name] = true
-		if spec.Behavior < Healthy || spec.Behavior > Dropping {
+		if spec.Behavior < Healthy || spec.Behavior > Quota {
 			return nil, fmt.Errorf("demo: host %q: unknown %v", spec.Name, spec.Behavior)
 		}
 	}

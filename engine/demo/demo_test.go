@@ -70,9 +70,9 @@ func oneHost(spec HostSpec, files, size int) Config {
 func TestStart_EachHostIsADistinctHostKey(t *testing.T) {
 	s := start(t, DefaultConfig())
 	hosts := s.Hosts()
-	require.Len(t, hosts, 5)
+	require.Len(t, hosts, 6)
 
-	wantBehaviors := []Behavior{Healthy, Throttling, Flaky, Slow, Dropping}
+	wantBehaviors := []Behavior{Healthy, Throttling, Flaky, Slow, Dropping, Quota}
 	seen := map[string]bool{}
 	for i, h := range hosts {
 		assert.Equal(t, wantBehaviors[i], h.Behavior, h.Name)
@@ -88,9 +88,9 @@ func TestStart_EachHostIsADistinctHostKey(t *testing.T) {
 	}
 
 	urls := s.URLs()
-	assert.Len(t, urls, 5*60)
+	assert.Len(t, urls, 6*60)
 	assert.Equal(t, hosts[0].BaseURL+"/files/healthy-00000.bin", urls[0])
-	assert.Equal(t, hosts[4].BaseURL+"/files/dropping-00059.bin", urls[len(urls)-1])
+	assert.Equal(t, hosts[5].BaseURL+"/files/quota-00059.bin", urls[len(urls)-1])
 }
 
 func TestStart_RejectsBadConfig(t *testing.T) {
@@ -547,4 +547,33 @@ func TestBehavior_StringRoundTrips(t *testing.T) {
 	_, err := ParseBehavior("grumpy")
 	assert.Error(t, err)
 	assert.Equal(t, "behavior(9)", Behavior(9).String())
+}
+
+// G12: a Quota host serves its quota per window and no more, says so on
+// every response in the form asked for, and answers 429 past it.
+func TestQuota_G12_EnforcedAndSaid(t *testing.T) {
+	for _, form := range []string{"", "x"} {
+		t.Run("form "+form, func(t *testing.T) {
+			s := start(t, oneHost(HostSpec{Name: "q", Behavior: Quota, QuotaLimit: 3, QuotaWindow: time.Hour,
+				QuotaForm: form, ClockAhead: time.Hour}, 5, 10))
+			var codes []int
+			for _, u := range s.URLs() {
+				resp, err := http.Get(u)
+				require.NoError(t, err)
+				resp.Body.Close()
+				codes = append(codes, resp.StatusCode)
+				if form == "x" {
+					assert.Equal(t, "3", resp.Header.Get("X-RateLimit-Limit"))
+					assert.NotEmpty(t, resp.Header.Get("X-RateLimit-Reset"))
+					date, err := http.ParseTime(resp.Header.Get("Date"))
+					require.NoError(t, err)
+					assert.Greater(t, date.Sub(time.Now()), 59*time.Minute, "the server's clock runs an hour ahead")
+				} else {
+					assert.Equal(t, `"demo";q=3;w=3600`, resp.Header.Get("RateLimit-Policy"))
+					assert.NotEmpty(t, resp.Header.Get("RateLimit"))
+				}
+			}
+			assert.Equal(t, []int{200, 200, 200, 429, 429}, codes)
+		})
+	}
 }

@@ -42,6 +42,7 @@ func ExampleStart() {
 	// flaky flaky
 	// slow slow
 	// dropping dropping
+	// quota quota
 	// 200 true true
-	// 300 files
+	// 360 files
 }

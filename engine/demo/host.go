@@ -23,10 +23,12 @@ type host struct {
 	files []fileInfo
 	counters
 
-	mu       sync.Mutex // guards rng, seq, throttle
+	mu       sync.Mutex // guards rng, seq, throttle, window, used
 	rng      *rand.Rand
-	seq      int // file requests so far
-	throttle int // 429s sent so far
+	seq      int       // file requests so far
+	throttle int       // 429s sent so far
+	window   time.Time // Quota: when the current window began
+	used     int       // Quota: requests served in it
 }
 
 func newHost(s *Server, spec HostSpec, index int, ln net.Listener) *host {
@@ -103,6 +105,37 @@ func (h *host) decide(now time.Time) decision {
 	return decision{}
 }
 
+// quota counts a file request against a Quota host's window (or not, past
+// it) and returns the fields that say the quota, and whether it is past.
+func (h *host) quota(now time.Time) (hdr http.Header, over bool, wait time.Duration) {
+	sp := &h.spec
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.window.IsZero() || now.Sub(h.window) >= sp.QuotaWindow {
+		h.window, h.used = now, 0
+	}
+	over = h.used >= sp.QuotaLimit
+	if !over {
+		h.used++
+	}
+	left := sp.QuotaLimit - h.used
+	reset := h.window.Add(sp.QuotaWindow)
+	wait = reset.Sub(now)
+	secs := int64((wait + time.Second - 1) / time.Second)
+	hdr = http.Header{}
+	if sp.QuotaForm == "x" {
+		clock := now.Add(sp.ClockAhead)
+		hdr.Set("Date", clock.UTC().Format(http.TimeFormat))
+		hdr.Set("X-RateLimit-Limit", strconv.Itoa(sp.QuotaLimit))
+		hdr.Set("X-RateLimit-Remaining", strconv.Itoa(left))
+		hdr.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Add(sp.ClockAhead).Add(time.Second-1).Unix(), 10))
+		return hdr, over, wait
+	}
+	hdr.Set("RateLimit-Policy", fmt.Sprintf(`"demo";q=%d;w=%d`, sp.QuotaLimit, int64(sp.QuotaWindow/time.Second)))
+	hdr.Set("RateLimit", fmt.Sprintf(`"demo";r=%d;t=%d`, left, secs))
+	return hdr, over, wait
+}
+
 // retryAfterValue formats a wait of d as delta-seconds, rounded up, or as an
 // IMF-fixdate no earlier than now+d.
 func retryAfterValue(now time.Time, d time.Duration, asDate bool) string {
@@ -169,6 +202,15 @@ func (h *host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	d := h.decide(time.Now())
+	if h.spec.Behavior == Quota {
+		hdr, over, wait := h.quota(time.Now())
+		for k, v := range hdr {
+			rw.Header()[k] = v
+		}
+		if over {
+			d = decision{status: http.StatusTooManyRequests, retryAfter: retryAfterValue(time.Now(), wait, false)}
+		}
+	}
 	if d.status != 0 {
 		if d.retryAfter != "" {
 			rw.Header().Set("Retry-After", d.retryAfter)
