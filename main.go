@@ -6,24 +6,24 @@
 //	heed get URL...      download headless (see heed help)
 //	heed version         print the version
 //
-// main only wires the parts together: storage, then the engine, then the
-// window or a headless subcommand.
+// main only wires the parts together: the command line (package cli) reads
+// the arguments and runs a command, or asks for the window, which main
+// opens on the main thread: storage, then the engine, then the window.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"syscall"
 
+	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/app"
 	"golang.org/x/term"
 
@@ -45,71 +45,52 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	demo := len(args) > 0 && args[0] == "demo" && !slices.Contains(args, "--headless") && haveDisplay() == nil
-	if len(args) > 0 && cli.Is(args[0]) && !demo {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		go func() { // a second Ctrl-C stops at once, as people expect
-			<-ctx.Done()
-			stop()
-		}()
-		return headless(func() int {
-			return cli.Main(ctx, cli.Env{Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Version: version,
-				Interactive: isTerminal(stdout)}, args)
-		})
-	}
-	if demo {
-		args = args[1:]
-	}
-	fs := flag.NewFlagSet("heed", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dbPath := fs.String("db", "", "database `file` (default: heed.db in the user's data directory)")
-	dir := fs.String("dir", "", "download `folder` (default: Heed in the user's Downloads folder)")
-	files := 60
-	if demo {
-		fs.IntVar(&files, "files", files, "files per demo host")
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cli.ExitOK
-		}
-		return cli.ExitUsage
-	}
-	if fs.NArg() > 0 {
-		if cli.Is(fs.Arg(0)) { // heed --db x jobs
-			fmt.Fprintf(stderr, "heed: flags go after the command: heed %s %s\n", fs.Arg(0), strings.Join(args[:len(args)-fs.NArg()], " "))
-			return cli.ExitUsage
-		}
-		fmt.Fprintf(stderr, "heed: unknown command %q (try: heed help)\n", fs.Arg(0))
-		return cli.ExitUsage
-	}
-	if err := haveDisplay(); err != nil {
-		fmt.Fprintf(stderr, "heed: %v\n", err)
-		return cli.ExitFailed
-	}
-	var urls []string
-	if demo {
-		d, err := cli.StartDemo(stderr, files, *dbPath, *dir)
-		if err != nil {
-			fmt.Fprintf(stderr, "heed: %v\n", err)
-			return cli.ExitFailed
-		}
-		defer d.Close()
-		*dbPath, *dir, urls = d.DB, d.Dir, d.URLs
-	}
-	return runWindow(*dbPath, *dir, urls, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { // a second Ctrl-C stops at once, as people expect
+		<-ctx.Done()
+		stop()
+	}()
+	return offMain(func(onMain func(func() int) int) int {
+		return cli.Main(ctx, cli.Env{
+			Stdin: os.Stdin, Stdout: stdout, Stderr: stderr, Version: version,
+			Interactive: isTerminal(stdout), ErrTerminal: isTerminal(stderr), TermSize: termSize(stdout),
+			Display: haveDisplay,
+			Window: func(ctx context.Context, w cli.WindowOptions) int {
+				if err := haveDisplay(); err != nil {
+					fmt.Fprintf(stderr, "heed: %v\n", err)
+					return cli.ExitFailed
+				}
+				return onMain(func() int { return runWindow(ctx, w, stderr) })
+			},
+		}, args)
+	})
 }
 
-// headless runs f on a goroutine of its own and returns what it returns.
+// offMain runs f on a goroutine of its own and returns what it returns;
+// what f hands to onMain runs on the caller's goroutine, the main one.
 // The toolkit wires the main goroutine to the main thread as the program
-// starts (twice over), which only a window needs; a command run there had
+// starts (twice over), which only the window needs; a command run there had
 // every wait of its run loop hand the processor over to that one thread and
 // back: a quarter of the thread switches of heed get on 20,000 small
 // downloads.
-func headless(f func() int) int {
+func offMain(f func(onMain func(func() int) int) int) int {
 	code := make(chan int, 1)
-	go func() { code <- f() }()
-	return <-code
+	work, done := make(chan func() int), make(chan int)
+	go func() {
+		code <- f(func(w func() int) int {
+			work <- w
+			return <-done
+		})
+	}()
+	for {
+		select {
+		case c := <-code:
+			return c
+		case w := <-work:
+			done <- w()
+		}
+	}
 }
 
 // isTerminal reports whether w is a terminal, for progress bars.
@@ -118,10 +99,21 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
+// termSize asks the size of w's terminal, or is nil when w is not a file.
+func termSize(w io.Writer) func() (int, int, error) {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	return func() (int, int, error) { return term.GetSize(int(f.Fd())) }
+}
+
 // runWindow opens the database, starts the engine and shows the window
-// until it closes; then the engine stops, keeping partial files, and every
-// state is persisted. urls, if any, are queued first (heed demo).
-func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
+// until it closes, or until ctx ends (Ctrl-C); then the engine stops,
+// keeping partial files, and every state is persisted. URLs, if any, are
+// queued first (heed demo).
+func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) int {
+	dbPath, dir, urls := o.DB, o.Dir, o.URLs
 	a := app.NewWithID(appID)
 	a.SetIcon(ui.Icon)
 	if dir == "" {
@@ -147,8 +139,14 @@ func runWindow(dbPath, dir string, urls []string, stderr io.Writer) int {
 		return cli.ExitUnusable
 	}
 	defer db.Close()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	go func() {
+		<-ctx.Done()
+		if parent.Err() != nil { // Ctrl-C: close the window as its close button does
+			fyne.Do(a.Quit)
+		}
+	}()
 	feed := ui.NewFeed() // the window's per-host charts see every request through it
 	eng, err := engine.New(ctx, db, engine.Options{Dir: dir, Version: version,
 		SavedLimits: true, OnJob: feed.Job, OnEvent: feed.Event})

@@ -1,19 +1,22 @@
-// Package cli is Heed's headless command line (SPEC §9): get, add, jobs,
-// hosts, host, history, demo and version. It wires storage and the engine
-// together the same way the window does, and imports no Fyne, so scripts
-// and servers can run Heed without a display.
+// Package cli is Heed's command line (SPEC §9), built on cobra: get, add,
+// jobs, hosts, host, history, demo, version, help and completion, one file
+// each. It wires storage and the engine together the same way the window
+// does, and imports no Fyne, so scripts and servers can run Heed without a
+// display; `heed` alone and `heed demo` open the window through Env.Window,
+// which main.go provides.
 package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"heed/engine/fetch"
 	"heed/storage"
@@ -28,80 +31,43 @@ const (
 	ExitInterrupt = 130 // stopped by SIGINT
 )
 
-// Env is what a command sees of the world: its streams and Heed's version.
+// Env is what a command sees of the world: its streams, Heed's version,
+// the terminal and the window, which main.go provides.
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 	Version        string
 	// Interactive reports whether Stdout is a terminal (progress bars)
-	// rather than a file or pipe (plain lines).
-	Interactive bool
+	// rather than a file or pipe (plain lines); ErrTerminal whether Stderr
+	// is one too, so that what get says on it while the bars are drawn goes
+	// above them instead of through them.
+	Interactive, ErrTerminal bool
+	// TermSize is the size of Stdout's terminal, asked at each redraw so
+	// that the bars follow a resize; nil is 80 × 24.
+	TermSize func() (width, height int, err error)
+	// Window opens the window and returns the exit code once it is closed;
+	// nil where there is none (tests). Display says why no window can open
+	// (no display), nil when one can.
+	Window  func(ctx context.Context, w WindowOptions) int
+	Display func() error
 }
 
-// Commands are the subcommands Main knows, for its usage text.
-var Commands = []struct{ Name, Usage, Summary string }{
-	{"get", "get [flags] [URL...|-i FILE|-]", "queue URLs, then download headless until nothing is runnable"},
-	{"add", "add [flags] URL...|-i FILE|-", "queue URLs only"},
-	{"jobs", "jobs [--json] [--state S]", "list jobs"},
-	{"hosts", "hosts [--json]", "list hosts and their politeness state"},
-	{"host", "host HOST [--pause|--resume] [--rate N] [--burst N] [--max-inflight N] …", "show or change one host"},
-	{"history", "history [--json|--csv] [--host H] [--outcome O] [--limit N]", "list attempts, newest first"},
-	{"demo", "demo [flags]", "serve demo hosts on loopback and download from them"},
-	{"version", "version", "print the version"},
-	{"help", "help", "print this summary"},
+// WindowOptions is what the window opens with: the database and the
+// download folder ("" for their defaults), and URLs to queue first.
+type WindowOptions struct {
+	DB, Dir string
+	URLs    []string
 }
 
-// Is reports whether name is one of the subcommands.
-func Is(name string) bool {
-	for _, c := range Commands {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// Main runs subcommand args[0] with the rest of args and returns the exit code.
+// Main runs the command line args (without the program's name) and
+// returns the exit code.
 func Main(ctx context.Context, env Env, args []string) int {
-	if len(args) == 0 {
-		usage(env.Stderr)
-		return ExitUsage
-	}
-	name, rest := args[0], args[1:]
-	var run func(context.Context, Env, []string) int
-	switch name {
-	case "get":
-		run = cmdGet
-	case "add":
-		run = cmdAdd
-	case "jobs":
-		run = cmdJobs
-	case "hosts":
-		run = cmdHosts
-	case "host":
-		run = cmdHost
-	case "history":
-		run = cmdHistory
-	case "demo":
-		run = cmdDemo
-	case "version":
-		run = func(_ context.Context, env Env, _ []string) int {
-			fmt.Fprintf(env.Stdout, "heed %s\n", env.Version)
-			return ExitOK
-		}
-	case "help":
-		run = func(_ context.Context, env Env, _ []string) int {
-			usage(env.Stdout)
-			return ExitOK
-		}
-	default:
-		fmt.Fprintf(env.Stderr, "heed: unknown command %q\n", name)
-		usage(env.Stderr)
-		return ExitUsage
-	}
 	out := &errWriter{w: env.Stdout}
 	env.Stdout = out
-	code := run(ctx, env, rest)
+	root := newRoot(env)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	code := exitCode(env, cmd, err)
 	if out.err != nil { // a full disk, a closed pipe: the listing or report is not all there
 		fmt.Fprintf(env.Stderr, "heed: writing the output: %v\n", out.err)
 		if code != ExitInterrupt { // a listing cut short by its own output is not a database fault (3)
@@ -109,6 +75,38 @@ func Main(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	return code
+}
+
+// exitError ends a command with its exit code; what went wrong has been
+// said already.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// exit is code as a command's result: nil for ExitOK.
+func exit(code int) error {
+	if code == ExitOK {
+		return nil
+	}
+	return exitError(code)
+}
+
+// exitCode is the exit code of what Execute returned: a command's own, or
+// 2 for every mistake on the command line (cobra's, the flags', ours),
+// which is said here.
+func exitCode(env Env, cmd *cobra.Command, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var code exitError
+	if errors.As(err, &code) {
+		return int(code)
+	}
+	fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+	if cmd != nil {
+		fmt.Fprintf(env.Stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	return ExitUsage
 }
 
 // errWriter passes writes to w and keeps the first error, which then fails
@@ -129,70 +127,14 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: heed [--db FILE] [--dir FOLDER]      open the window")
-	for _, c := range Commands {
-		fmt.Fprintf(w, "       heed %-60s %s\n", c.Usage, c.Summary)
-	}
-}
-
-// common holds the flags every subcommand takes.
+// common holds the flags every command takes.
 type common struct {
 	db, dir string
-}
-
-func (c *common) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.db, "db", "", "database `file` (default: heed.db in the user's data directory)")
-	fs.StringVar(&c.dir, "dir", "", "download `folder` (default: the current folder)")
-}
-
-// newFlags makes a flag set that reports errors to env.Stderr.
-func newFlags(env Env, name string) (*flag.FlagSet, *common) {
-	fs := flag.NewFlagSet("heed "+name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.Usage = func() {} // parse prints the flags for -h, and only a hint after a mistake
-	c := &common{}
-	c.register(fs)
-	return fs, c
-}
-
-// parse parses args, allowing flags after positional arguments too
-// (`heed get URL --rate 600`), as people type them.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(fs.Output(), "usage of %s:\n", fs.Name())
-				fs.PrintDefaults()
-			} else { // the flag package said what was wrong, on one line
-				fmt.Fprintf(fs.Output(), "(%s -h lists the flags)\n", fs.Name())
-			}
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			return pos, nil
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
 }
 
 // usageErr prints a usage error and returns ExitUsage.
 func usageErr(env Env, format string, a ...any) int {
 	fmt.Fprintf(env.Stderr, "heed: "+format+"\n", a...)
-	return ExitUsage
-}
-
-// flagErr maps a flag parsing error to an exit code (help is not an error).
-func flagErr(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return ExitOK
-	}
 	return ExitUsage
 }
 
@@ -237,12 +179,17 @@ func openExisting(env Env, c *common) (*storage.DB, int) {
 	db, err := storage.Open(path)
 	// A heed get or the window is running on it, or another program holds a
 	// lock on it: list what is committed.
-	if locked, busy := errors.Is(err, storage.ErrLocked), errors.Is(err, storage.ErrBusy); locked || busy {
+	locked, busy, readOnly := errors.Is(err, storage.ErrLocked), errors.Is(err, storage.ErrBusy), errors.Is(err, storage.ErrUnreadable)
+	if locked || busy || readOnly {
 		who := "another Heed is running on"
-		if busy {
+		switch {
+		case busy:
 			who = "another program holds a lock on"
+		case readOnly:
+			who = "Heed cannot write" // read-only media: listed as they are
 		}
-		if db, err = storage.OpenReader(path); err == nil {
+		if rdb, rerr := storage.OpenReader(path); rerr == nil {
+			db, err = rdb, nil
 			fmt.Fprintf(env.Stderr, "heed: %s %s: listing it as of now\n", who, path)
 		}
 	}

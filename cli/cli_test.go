@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -40,7 +40,7 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 		msg  string
 	}{
 		{"unknown command", []string{"fetch"}, `unknown command "fetch"`},
-		{"unknown flag", []string{"get", "--db", db, "--frobnicate"}, "flag provided but not defined"},
+		{"unknown flag", []string{"get", "--db", db, "--frobnicate"}, "unknown flag: --frobnicate"},
 		{"rate zero is not a rate", []string{"get", "--db", db, "--rate", "0"}, "--rate: 0 is out of range"},
 		{"errors name the flag", []string{"get", "--db", db, "--breaker-threshold", "0"}, "--breaker-threshold: 0 is out of range"},
 		{"retry attempts name the flag", []string{"get", "--db", db, "--max-attempts", "0"}, "--max-attempts: 0 is out of range"},
@@ -321,7 +321,7 @@ func TestJitterFlag(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
-			var j jitterFlag
+			var j jitterValue
 			err := j.Set(tc.in)
 			if tc.bad {
 				assert.Error(t, err)
@@ -337,11 +337,10 @@ func TestJitterFlag(t *testing.T) {
 // Only the politeness flags a person gave change anything; the rest keep
 // the base value, and an inverted jitter is clamped as the SPEC says.
 func TestTunableFlags_OnlyGivenFlagsApply(t *testing.T) {
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	tf := registerTunables(fs)
+	tf := registerTunables(fs, true)
 	require.NoError(t, fs.Parse([]string{"--max-attempts", "9", "--jitter", "300ms-100ms", "--retry", "linear", "--no-retry-jitter"}))
-	tf.visited()
 	base := engine.DefaultTunables()
 	got, err := tf.apply(base)
 	require.NoError(t, err)
@@ -355,11 +354,10 @@ func TestTunableFlags_OnlyGivenFlagsApply(t *testing.T) {
 
 	// --max-retry-after takes a duration, and a bare number as seconds.
 	for _, v := range []string{"1h", "3600", "60m"} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		tf := registerTunables(fs)
+		tf := registerTunables(fs, true)
 		require.NoError(t, fs.Parse([]string{"--max-retry-after", v}), v)
-		tf.visited()
 		got, err := tf.apply(base)
 		require.NoError(t, err, v)
 		assert.Equal(t, time.Hour, got.MaxRetryAfter, v)

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"heed/engine/demo"
 )
 
@@ -51,22 +54,49 @@ func StartDemo(w io.Writer, files int, db, dir string) (*Demo, error) {
 	return &Demo{Server: srv, DB: db, Dir: dir, URLs: srv.URLs()}, nil
 }
 
-// cmdDemo is the headless demo: it downloads every file the demo hosts
-// serve, so anyone can watch Heed be polite without touching the internet.
-// (With a display, heed demo opens the window instead.)
-func cmdDemo(ctx context.Context, env Env, args []string) int {
-	fs, c := newFlags(env, "demo")
-	files := fs.Int("files", 60, "files per demo host")
-	fs.Bool("headless", false, "stay in the terminal even when a display is available")
-	if _, err := parse(fs, args); err != nil {
-		return flagErr(err)
+func newDemoCmd(env Env, c *common) *cobra.Command {
+	var files int
+	var headless bool
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Watch Heed be polite to five misbehaving demo hosts on loopback",
+		Long: `Start five demo hosts on loopback — one healthy, one that throttles with
+Retry-After, one with flaky 503s, one slow, one that drops connections — and
+download their files, so that you can watch Heed be polite without touching
+the internet. It opens the window when there is a display; with --headless
+(or without a display) it downloads in the terminal, as heed get does.
+
+Unless --db and --dir say otherwise, the database and the downloads go into a
+new temporary folder.`,
+		Example: `  heed demo
+  heed demo --headless --files 10`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exit(runDemo(cmd.Context(), env, c, files, headless))
+		},
 	}
-	d, err := StartDemo(env.Stderr, *files, c.db, c.dir)
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.IntVar(&files, "files", 60, "files per demo host")
+	f.BoolVar(&headless, "headless", false, "download in the terminal even when a window could open")
+	name(f, "files", "N")
+	return cmd
+}
+
+// runDemo serves the demo hosts and downloads every file they serve: in
+// the window when one can open, else in the terminal.
+func runDemo(ctx context.Context, env Env, c *common, files int, headless bool) int {
+	window := !headless && env.Window != nil && (env.Display == nil || env.Display() == nil)
+	d, err := StartDemo(env.Stderr, files, c.db, c.dir)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return ExitFailed
 	}
 	defer d.Close()
+	if window {
+		return env.Window(ctx, WindowOptions{DB: d.DB, Dir: d.Dir, URLs: d.URLs})
+	}
 	env.Stdin = strings.NewReader(strings.Join(d.URLs, "\n"))
-	return cmdGet(ctx, env, []string{"--db", d.DB, "--dir", d.Dir, "-"})
+	o := &queueOpts{input: "-", workers: 16, tunables: registerTunables(pflag.NewFlagSet("demo", pflag.ContinueOnError), true)}
+	return queueAndRun(ctx, env, &common{db: d.DB, dir: d.Dir}, o, nil, true)
 }

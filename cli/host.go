@@ -4,44 +4,79 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"heed/engine"
 )
 
-// cmdHost shows one host, or changes it: pause or resume it, act on its
+type hostOpts struct {
+	pause, resume, probe, reset, trip, defaults, json bool
+	tunables                                          *tunableFlags
+}
+
+func newHostCmd(env Env, c *common) *cobra.Command {
+	o := &hostOpts{}
+	d := engine.DefaultTunables()
+	cmd := &cobra.Command{
+		Use:   "host HOST",
+		Short: "Show one host, or pause, resume or retune it",
+		Long: fmt.Sprintf(`Show one host, or change it: pause or resume it, act on its circuit breaker,
+or give it settings of its own. HOST is a host name, host:port, or a URL on it.
+Each change is kept in the database at once and holds for every later run; a
+host without settings of its own follows the defaults (%s requests a minute,
+burst %d, %d at a time, …; see heed get --help).
+
+Only the settings you give change; the others keep their value.`,
+			strconv.FormatFloat(d.RatePerMin, 'f', -1, 64), d.Burst, d.MaxInflight),
+		Example: `  heed host example.com
+  heed host example.com --pause
+  heed host example.com --rate 10 --burst 1    # gentler than the defaults
+  heed host example.com --reset                # close its breaker
+  heed host example.com --follow-defaults      # drop its own settings`,
+		Annotations: map[string]string{politeGroup: "Settings of the host (only those you give change)"},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("host: give exactly one HOST (such as example.com or example.com:8080)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return exit(runHost(cmd.Context(), env, c, o, args[0]))
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.BoolVar(&o.pause, "pause", false, "pause the host: nothing is sent to it until it is resumed")
+	f.BoolVar(&o.resume, "resume", false, "resume the paused host")
+	f.BoolVar(&o.trip, "trip", false, "open the host's circuit breaker: nothing is sent to it until its probe")
+	f.BoolVar(&o.probe, "probe", false, "let the open breaker's probe go now")
+	f.BoolVar(&o.reset, "reset", false, "close the breaker: requests go again at once")
+	f.BoolVar(&o.defaults, "follow-defaults", false, "drop the host's own settings and follow the defaults")
+	f.BoolVar(&o.json, "json", false, "print the host as one JSON object, with the settings in force")
+	o.tunables = registerTunables(f, false)
+	return cmd
+}
+
+// runHost shows one host, or changes it: pause or resume it, act on its
 // breaker, or retune it. Changes are stored at once and picked up by a
 // Heed started later (a running Heed holds the database: S6).
-func cmdHost(ctx context.Context, env Env, args []string) int {
-	fs, c := newFlags(env, "host")
-	pause := fs.Bool("pause", false, "pause the host (G9)")
-	resume := fs.Bool("resume", false, "resume the host (G9)")
-	probe := fs.Bool("probe", false, "breaker: probe now, open → half-open (B5)")
-	reset := fs.Bool("reset", false, "breaker: reset to closed (B5)")
-	trip := fs.Bool("trip", false, "breaker: trip open (B5)")
-	clear := fs.Bool("follow-defaults", false, "drop the host's own tunables and follow the defaults")
-	asJSON := fs.Bool("json", false, "print the host as one JSON object")
-	tf := registerTunables(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return flagErr(err)
-	}
-	tf.visited()
-	if len(pos) != 1 {
-		return usageErr(env, "host: give exactly one HOST (such as example.com or example.com:8080)")
-	}
-	if *pause && *resume {
+func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) int {
+	tf := o.tunables
+	if o.pause && o.resume {
 		return usageErr(env, "host: --pause and --resume together make no sense")
 	}
-	if n := btoi(*trip) + btoi(*reset) + btoi(*probe); n > 1 {
+	if n := btoi(o.trip) + btoi(o.reset) + btoi(o.probe); n > 1 {
 		return usageErr(env, "host: give one of --trip, --reset and --probe")
 	}
-	if *clear && tf.any() {
+	if o.defaults && tf.any() {
 		return usageErr(env, "host: --follow-defaults drops the host's own settings; it makes no sense with new ones")
 	}
-	host, err := hostArg(pos[0])
+	host, err := hostArg(arg)
 	if err != nil {
-		return usageErr(env, "host: %q is not a host name: %v", pos[0], err)
+		return usageErr(env, "host: %q is not a host name: %v", arg, err)
 	}
 	db, code := openDB(env, c)
 	if code != ExitOK {
@@ -61,7 +96,7 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 	}
 	defer eng.Close()
 	var steps []func() error
-	if *clear {
+	if o.defaults {
 		steps = append(steps, func() error { return eng.UseDefaults(ctx, host) })
 	}
 	if tf.any() {
@@ -73,17 +108,17 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		steps = append(steps, func() error { return eng.SetHostTunables(ctx, host, t) })
 	}
 	switch {
-	case *pause:
+	case o.pause:
 		steps = append(steps, func() error { return eng.PauseHost(ctx, host, "paused from the command line") })
-	case *resume:
+	case o.resume:
 		steps = append(steps, func() error { return eng.ResumeHost(ctx, host) })
 	}
 	switch {
-	case *trip:
+	case o.trip:
 		steps = append(steps, func() error { return eng.TripBreaker(ctx, host) })
-	case *reset:
+	case o.reset:
 		steps = append(steps, func() error { return eng.ResetBreaker(ctx, host) })
-	case *probe:
+	case o.probe:
 		steps = append(steps, func() error { return eng.ProbeNow(ctx, host) })
 	}
 	for _, step := range steps {
@@ -93,13 +128,8 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		}
 	}
 	hs, eff := eng.HostState(host)
-	state := struct {
-		engine.HostState
-		Effective engine.Tunables
-	}{hs, eff}
-	if *asJSON { // a line of heed hosts --json, with the tunables in effect
-		l := newHostLine(state.HostState)
-		eff := state.Effective
+	if o.json { // a line of heed hosts --json, with the tunables in effect
+		l := newHostLine(hs)
 		l.Effective = &eff
 		hosts, err := db.Hosts(ctx)
 		if err != nil {
@@ -114,21 +144,22 @@ func cmdHost(ctx context.Context, env Env, args []string) int {
 		json.NewEncoder(env.Stdout).Encode(l)
 		return ExitOK
 	}
-	t := state.Effective
+	t := eff
 	fmt.Fprintf(env.Stdout, "host          %s\n", host)
-	fmt.Fprintf(env.Stdout, "paused        %v %s\n", state.Paused, state.PauseReason)
-	fmt.Fprintf(env.Stdout, "backoff level %d\n", state.Level)
-	if !state.Gate.IsZero() {
-		fmt.Fprintf(env.Stdout, "gate          %s\n", state.Gate.Format("2006-01-02 15:04:05 MST"))
+	fmt.Fprintf(env.Stdout, "paused        %v %s\n", hs.Paused, hs.PauseReason)
+	fmt.Fprintf(env.Stdout, "backoff level %d\n", hs.Level)
+	if !hs.Gate.IsZero() {
+		fmt.Fprintf(env.Stdout, "gate          %s\n", hs.Gate.Format("2006-01-02 15:04:05 MST"))
 	}
-	fmt.Fprintf(env.Stdout, "breaker       %s (%d failures)\n", state.Breaker, state.Failures)
+	fmt.Fprintf(env.Stdout, "breaker       %s (%d failures)\n", hs.Breaker, hs.Failures)
 	own := "defaults"
-	if state.Tunables != nil {
+	if hs.Tunables != nil {
 		own = "its own"
 	}
-	fmt.Fprintf(env.Stdout, "tunables      %s: %.4g/min, burst %d, %d in flight, jitter %s–%s, backoff %s–%s, breaker %d/%s, %d attempts %s\n",
-		own, t.RatePerMin, t.Burst, t.MaxInflight, t.JitterMin, t.JitterMax, t.BackoffBase, t.BackoffMax,
-		t.FailureThreshold, t.RecoveryTimeout, t.Retry.MaxAttempts, t.Retry.Strategy)
+	fmt.Fprintf(env.Stdout, "settings      %s: %.4g/min, burst %d, %d in flight, jitter %s–%s, backoff %s–%s, breaker %d/%s, %d attempts %s\n",
+		own, t.RatePerMin, t.Burst, t.MaxInflight, shortDuration(t.JitterMin), shortDuration(t.JitterMax),
+		shortDuration(t.BackoffBase), shortDuration(t.BackoffMax), t.FailureThreshold, shortDuration(t.RecoveryTimeout),
+		t.Retry.MaxAttempts, t.Retry.Strategy)
 	return ExitOK
 }
 

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/spf13/pflag"
 
 	"heed/engine"
 )
@@ -17,58 +18,84 @@ import (
 // Only the flags a person set are applied (see apply), so `heed host H
 // --rate 10` changes the rate and nothing else.
 type tunableFlags struct {
-	fs  *flag.FlagSet
-	set map[string]bool
+	fs *pflag.FlagSet
 
-	rate, burst, inflight      float64
-	jitter                     jitterFlag
-	backoffBase, backoffMax    durationFlag
-	breakerThreshold           float64
-	breakerTimeout             durationFlag
-	maxAttempts                float64
-	retry                      string
-	retryBase, retryMax        durationFlag
-	decayAfter                 float64
-	maxRetryAfter              durationFlag // a bare number is seconds
-	throttleStatuses           string
+	rate                       rateValue
+	burst, inflight            wholeValue
+	jitter                     jitterValue
+	backoffBase, backoffMax    durationValue
+	decayAfter                 wholeValue
+	maxRetryAfter              durationValue // a bare number is seconds
+	throttleStatuses           statusesValue
+	breakerThreshold           wholeValue
+	breakerTimeout             durationValue
+	maxAttempts                wholeValue
+	retry                      strategyValue
+	retryBase, retryMax        durationValue
 	retryJitter, noRetryJitter bool
 }
 
-func registerTunables(fs *flag.FlagSet) *tunableFlags {
-	t := &tunableFlags{fs: fs}
-	fs.Float64Var(&t.rate, "rate", 0, "requests per `minute` per host (G2)")
-	fs.Float64Var(&t.burst, "burst", 0, "token bucket size per host (G2)")
-	fs.Float64Var(&t.inflight, "max-inflight", 0, "requests in flight per host (G1)")
-	fs.Var(&t.jitter, "jitter", "extra spacing `MIN-MAX` between requests to a host, e.g. 0-250ms (G4)")
-	fs.Var(&t.backoffBase, "backoff-base", "first throttle backoff window, e.g. 1s (G5)")
-	fs.Var(&t.backoffMax, "backoff-max", "largest throttle backoff window, e.g. 10m (G5)")
-	fs.Float64Var(&t.decayAfter, "decay-after", 0, "successes that lower the backoff level by one (G7)")
-	t.maxRetryAfter.bareSeconds = true
-	fs.Var(&t.maxRetryAfter, "max-retry-after", "longest Retry-After that Heed waits out, e.g. 1h (a bare number is seconds); longer pauses the host")
-	fs.StringVar(&t.throttleStatuses, "throttle-statuses", "", "comma-separated statuses that throttle, e.g. 429,503")
-	fs.Float64Var(&t.breakerThreshold, "breaker-threshold", 0, "consecutive failures that open the breaker (B1)")
-	fs.Var(&t.breakerTimeout, "breaker-timeout", "open breaker's wait before a probe, e.g. 30s (B2)")
-	fs.Float64Var(&t.maxAttempts, "max-attempts", 0, "attempts per job before it fails (R5)")
-	fs.StringVar(&t.retry, "retry", "", "retry strategy: fixed, linear or exponential (R1)")
-	fs.Var(&t.retryBase, "retry-base", "retry base delay, e.g. 2s (R1)")
-	fs.Var(&t.retryMax, "retry-max", "retry delay cap, e.g. 5m; 0 = none (R1)")
-	fs.BoolVar(&t.retryJitter, "retry-jitter", false, "add jitter to retry delays (R1, the default)")
-	fs.BoolVar(&t.noRetryJitter, "no-retry-jitter", false, "no jitter on retry delays")
-	return t
-}
+// politeGroup is the annotation that puts a flag in the help's
+// "Politeness" section (see usage).
+const politeGroup = "politeness"
 
-// visited records which flags were set; call after parsing.
-func (t *tunableFlags) visited() {
-	t.set = map[string]bool{}
-	t.fs.Visit(func(f *flag.Flag) { t.set[f.Name] = true })
+// tunableNames are the politeness flags, in the order help lists them.
+var tunableNames = []string{"rate", "burst", "max-inflight", "jitter", "backoff-base", "backoff-max",
+	"decay-after", "max-retry-after", "throttle-statuses", "breaker-threshold", "breaker-timeout",
+	"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter"}
+
+// registerTunables adds the politeness flags to fs. With showDefaults their
+// help shows Heed's defaults (heed get, where they are the defaults of every
+// host); without, none (heed host, where a flag not given keeps the host's
+// value).
+func registerTunables(fs *pflag.FlagSet, showDefaults bool) *tunableFlags {
+	d := engine.DefaultTunables()
+	t := &tunableFlags{fs: fs}
+	t.rate = rateValue(d.RatePerMin)
+	t.burst, t.inflight = wholeValue(d.Burst), wholeValue(d.MaxInflight)
+	t.jitter = jitterValue{d.JitterMin, d.JitterMax}
+	t.backoffBase, t.backoffMax = durationValue{d: d.BackoffBase}, durationValue{d: d.BackoffMax}
+	t.decayAfter = wholeValue(d.DecayAfter)
+	t.maxRetryAfter = durationValue{d: d.MaxRetryAfter, bareSeconds: true}
+	t.throttleStatuses = statusesValue(d.ThrottleStatuses)
+	t.breakerThreshold = wholeValue(d.FailureThreshold)
+	t.breakerTimeout = durationValue{d: d.RecoveryTimeout}
+	t.maxAttempts = wholeValue(d.Retry.MaxAttempts)
+	t.retry = strategyValue(d.Retry.Strategy)
+	t.retryBase, t.retryMax = durationValue{d: d.Retry.Base}, durationValue{d: d.Retry.Max}
+	t.retryJitter = d.Retry.Jitter
+
+	fs.Var(&t.rate, "rate", "at most N requests a minute to a host")
+	fs.Var(&t.burst, "burst", "requests a host may get back to back after a quiet spell")
+	fs.Var(&t.inflight, "max-inflight", "requests in flight at once to a host")
+	fs.Var(&t.jitter, "jitter", "a random extra pause between MIN and MAX after each request to a host")
+	fs.Var(&t.backoffBase, "backoff-base", "the wait after a host answers 429 or 503; it doubles with each such answer")
+	fs.Var(&t.backoffMax, "backoff-max", "the longest that wait grows to")
+	fs.Var(&t.decayAfter, "decay-after", "good answers in a row that undo one doubling of the wait")
+	fs.Var(&t.maxRetryAfter, "max-retry-after", "the longest Retry-After waited out, a bare number in seconds; a longer one pauses the host")
+	fs.Var(&t.throttleStatuses, "throttle-statuses", "the statuses that mean slow down, comma-separated")
+	fs.Var(&t.breakerThreshold, "breaker-threshold", "failures in a row that open a host's circuit breaker: nothing is sent to it until a probe succeeds")
+	fs.Var(&t.breakerTimeout, "breaker-timeout", "how long an open breaker waits before its probe")
+	fs.Var(&t.maxAttempts, "max-attempts", "tries of a URL before it fails; a throttled try does not count")
+	fs.Var(&t.retry, "retry", "how the wait between tries grows: fixed, linear or exponential")
+	fs.Var(&t.retryBase, "retry-base", "the wait before the second try")
+	fs.Var(&t.retryMax, "retry-max", "the longest wait between tries; 0 for no limit")
+	fs.BoolVar(&t.retryJitter, "retry-jitter", t.retryJitter, "randomize the waits between tries")
+	fs.BoolVar(&t.noRetryJitter, "no-retry-jitter", false, "do not randomize the waits between tries")
+	for _, name := range tunableNames {
+		f := fs.Lookup(name)
+		if !showDefaults {
+			f.DefValue = "" // help shows no default: a flag not given keeps the host's value
+		}
+		fs.SetAnnotation(name, politeGroup, []string{"true"})
+	}
+	return t
 }
 
 // any reports whether any politeness flag was given.
 func (t *tunableFlags) any() bool {
-	for _, n := range []string{"rate", "burst", "max-inflight", "jitter", "backoff-base", "backoff-max",
-		"decay-after", "max-retry-after", "throttle-statuses", "breaker-threshold", "breaker-timeout",
-		"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter"} {
-		if t.set[n] {
+	for _, n := range tunableNames {
+		if t.fs.Changed(n) {
 			return true
 		}
 	}
@@ -76,28 +103,17 @@ func (t *tunableFlags) any() bool {
 }
 
 // apply returns base with the given flags applied, normalized and validated:
-// the error names the flag's tunable and its bounds.
+// the error names the flag and the bounds.
 func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 	out := base
-	whole := func(name string, v float64, dst *int) error {
-		if !t.set[name] {
-			return nil
-		}
-		if math.Abs(v) > math.MaxInt32 {
-			return fmt.Errorf("--%s: %v is out of range", name, v)
-		}
-		if v != math.Trunc(v) {
-			return fmt.Errorf("--%s: %v is not a whole number", name, v)
-		}
-		*dst = int(v)
-		return nil
-	}
-	if t.set["rate"] {
-		out.RatePerMin = t.rate
+	out.ThrottleStatuses = append([]int(nil), base.ThrottleStatuses...)
+	set := t.fs.Changed
+	if set("rate") {
+		out.RatePerMin = float64(t.rate)
 	}
 	for _, w := range []struct {
 		name string
-		v    float64
+		v    wholeValue
 		dst  *int
 	}{
 		{"burst", t.burst, &out.Burst},
@@ -106,53 +122,39 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		{"breaker-threshold", t.breakerThreshold, &out.FailureThreshold},
 		{"max-attempts", t.maxAttempts, &out.Retry.MaxAttempts},
 	} {
-		if err := whole(w.name, w.v, w.dst); err != nil {
-			return base, err
+		if set(w.name) {
+			*w.dst = int(w.v)
 		}
 	}
-	if t.set["jitter"] {
+	if set("jitter") {
 		out.JitterMin, out.JitterMax = t.jitter.min, t.jitter.max
 	}
-	if t.set["backoff-base"] {
-		out.BackoffBase = t.backoffBase.d
-	}
-	if t.set["backoff-max"] {
-		out.BackoffMax = t.backoffMax.d
-	}
-	if t.set["max-retry-after"] {
-		out.MaxRetryAfter = t.maxRetryAfter.d
-	}
-	if t.set["throttle-statuses"] {
-		var codes []int
-		for _, s := range strings.Split(t.throttleStatuses, ",") {
-			var c int
-			if _, err := fmt.Sscanf(strings.TrimSpace(s), "%d", &c); err != nil {
-				return base, fmt.Errorf("--throttle-statuses: %q is not a status code", s)
-			}
-			codes = append(codes, c)
+	for _, d := range []struct {
+		name string
+		v    durationValue
+		dst  *time.Duration
+	}{
+		{"backoff-base", t.backoffBase, &out.BackoffBase},
+		{"backoff-max", t.backoffMax, &out.BackoffMax},
+		{"max-retry-after", t.maxRetryAfter, &out.MaxRetryAfter},
+		{"breaker-timeout", t.breakerTimeout, &out.RecoveryTimeout},
+		{"retry-base", t.retryBase, &out.Retry.Base},
+		{"retry-max", t.retryMax, &out.Retry.Max},
+	} {
+		if set(d.name) {
+			*d.dst = d.v.d
 		}
-		out.ThrottleStatuses = codes
 	}
-	if t.set["breaker-timeout"] {
-		out.RecoveryTimeout = t.breakerTimeout.d
+	if set("throttle-statuses") {
+		out.ThrottleStatuses = append([]int(nil), t.throttleStatuses...)
 	}
-	if t.set["retry"] {
-		s, err := engine.ParseStrategy(t.retry)
-		if err != nil {
-			return base, fmt.Errorf("--retry: %w", err)
-		}
-		out.Retry.Strategy = s
+	if set("retry") {
+		out.Retry.Strategy = engine.Strategy(t.retry)
 	}
-	if t.set["retry-base"] {
-		out.Retry.Base = t.retryBase.d
-	}
-	if t.set["retry-max"] {
-		out.Retry.Max = t.retryMax.d
-	}
-	if t.set["retry-jitter"] {
+	if set("retry-jitter") {
 		out.Retry.Jitter = t.retryJitter
 	}
-	if t.set["no-retry-jitter"] && t.noRetryJitter {
+	if set("no-retry-jitter") && t.noRetryJitter {
 		out.Retry.Jitter = false
 	}
 	out = out.Normalize()
@@ -183,27 +185,70 @@ var flagNames = strings.NewReplacer(
 	"burst:", "--burst:",
 )
 
-// durationFlag is a Go duration ("250ms", "30s", "1h"); a bare number is
+// rateValue is a number of requests a minute (fractions allowed: 0.5 is
+// one request every two minutes).
+type rateValue float64
+
+func (r *rateValue) String() string { return strconv.FormatFloat(float64(*r), 'f', -1, 64) }
+func (r *rateValue) Type() string   { return "N" }
+func (r *rateValue) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return fmt.Errorf("%q is not a number", s)
+	}
+	*r = rateValue(v)
+	return nil
+}
+
+// wholeValue is a whole number. It is read as a number first, so that a
+// mistake is said plainly: "1.5 is not a whole number", "1e+20 is out of
+// range".
+type wholeValue int
+
+func (w *wholeValue) String() string { return strconv.Itoa(int(*w)) }
+func (w *wholeValue) Type() string   { return "N" }
+func (w *wholeValue) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(v):
+		return fmt.Errorf("%q is not a whole number", s)
+	case math.Abs(v) > math.MaxInt32:
+		return fmt.Errorf("%v is out of range", v)
+	case v != math.Trunc(v):
+		return fmt.Errorf("%v is not a whole number", v)
+	}
+	*w = wholeValue(v)
+	return nil
+}
+
+// durationValue is a Go duration ("250ms", "30s", "1h"); a bare number is
 // refused with a hint, or taken as seconds when bareSeconds is set.
-type durationFlag struct {
+type durationValue struct {
 	d           time.Duration
 	bareSeconds bool
 }
 
-func (f *durationFlag) String() string {
-	if f == nil || f.d == 0 {
-		return ""
-	}
-	return f.d.String()
-}
-
-func (f *durationFlag) Set(s string) error {
+func (f *durationValue) String() string { return shortDuration(f.d) }
+func (f *durationValue) Type() string   { return "DURATION" }
+func (f *durationValue) Set(s string) error {
 	d, err := parseDuration(s, f.bareSeconds)
 	if err != nil {
 		return err
 	}
 	f.d = d
 	return nil
+}
+
+// shortDuration is d as people write it: 1m, not 1m0s; 24h, not 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // parseDuration reads a Go duration, or with bareSeconds a number of
@@ -224,17 +269,19 @@ func parseDuration(s string, bareSeconds bool) (time.Duration, error) {
 	return 0, fmt.Errorf("%q is not a duration, such as 250ms, 30s, 5m or 1h", s)
 }
 
-// jitterFlag parses MIN-MAX as two Go durations ("0-250ms", "100ms-1s").
-type jitterFlag struct{ min, max time.Duration }
+// jitterValue parses MIN-MAX as two Go durations ("0-250ms", "100ms-1s").
+type jitterValue struct{ min, max time.Duration }
 
-func (j *jitterFlag) String() string {
-	if j == nil {
-		return ""
+func (j *jitterValue) Type() string { return "MIN-MAX" }
+func (j *jitterValue) String() string {
+	lo := "0"
+	if j.min != 0 {
+		lo = shortDuration(j.min)
 	}
-	return j.min.String() + "-" + j.max.String()
+	return lo + "-" + shortDuration(j.max)
 }
 
-func (j *jitterFlag) Set(s string) error {
+func (j *jitterValue) Set(s string) error {
 	lo, hi, ok := strings.Cut(s, "-")
 	if !ok {
 		return fmt.Errorf("want MIN-MAX, such as 0-250ms")
@@ -262,5 +309,44 @@ func (j *jitterFlag) Set(s string) error {
 		return fmt.Errorf("jitter cannot be negative")
 	}
 	j.min, j.max = a, b
+	return nil
+}
+
+// strategyValue is a retry strategy: fixed, linear or exponential.
+type strategyValue engine.Strategy
+
+func (s *strategyValue) String() string { return engine.Strategy(*s).String() }
+func (s *strategyValue) Type() string   { return "STRATEGY" }
+func (s *strategyValue) Set(v string) error {
+	st, err := engine.ParseStrategy(v)
+	if err != nil {
+		return err
+	}
+	*s = strategyValue(st)
+	return nil
+}
+
+// statusesValue is a comma-separated list of HTTP statuses ("429,503").
+type statusesValue []int
+
+func (s *statusesValue) Type() string { return "CODES" }
+func (s *statusesValue) String() string {
+	parts := make([]string, len(*s))
+	for i, c := range *s {
+		parts[i] = strconv.Itoa(c)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *statusesValue) Set(v string) error {
+	var codes []int
+	for _, p := range strings.Split(v, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil {
+			return fmt.Errorf("%q is not a status code", p)
+		}
+		codes = append(codes, c)
+	}
+	*s = codes
 	return nil
 }
