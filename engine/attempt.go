@@ -66,7 +66,7 @@ func (e *Engine) start(ctx context.Context, d Dispatch) (Job, *activeJob, contex
 	var skip []string // part names another job has recorded
 	for {
 		if cur.Part == "" {
-			part = e.choosePart(cur.URL, skip)
+			part = e.choosePart(cur, skip)
 			chosen = part
 		}
 		job, err := e.store.Start(context.WithoutCancel(ctx), d.JobID, part)
@@ -89,13 +89,25 @@ func (e *Engine) start(ctx context.Context, d Dispatch) (Job, *activeJob, contex
 	}
 }
 
-// choosePart picks a free part name for a download of rawURL, reserved for
-// this attempt until it ends.
-func (e *Engine) choosePart(rawURL string, skip []string) string {
-	u, _ := url.Parse(rawURL)
+// choosePart picks a free part name for a download of job, reserved for
+// this attempt until it ends: for a crawl's file, in its place in the tree
+// (W9).
+func (e *Engine) choosePart(job Job, skip []string) string {
+	u, _ := url.Parse(job.URL)
 	taken := func(n string) bool { return e.reserved(n) || slices.Contains(skip, n) }
 	for {
-		if p := e.fetch.PartFor(u, taken); e.reserve(p) {
+		p := ""
+		if job.CrawlID != 0 {
+			var err error
+			if p, err = e.fetch.TreePartFor(fetch.TreePath(u), taken); err != nil {
+				e.log.Error("making a crawl's folders", "job", job.ID, "err", err)
+				p = ""
+			}
+		}
+		if p == "" {
+			p = e.fetch.PartFor(u, taken)
+		}
+		if e.reserve(p) {
 			return p
 		}
 	}
@@ -119,6 +131,9 @@ type try struct {
 	a   *activeJob
 	ctx context.Context // cancelled by hold when the person pauses or cancels the job
 	req fetch.Request
+	// found are jobs the attempt found before its end, stored with it
+	// (a crawled host's sitemaps, W7).
+	found []NewJob
 }
 
 func (t *try) run() {
@@ -132,7 +147,7 @@ func (t *try) run() {
 	t.a.bytes.Store(job.Bytes)
 	t.a.size.Store(job.Size)
 	e.mu.Lock()
-	t.a.info = Active{JobID: job.ID, URL: job.URL, Host: job.Host, Attempt: job.Attempts,
+	t.a.info = Active{JobID: job.ID, URL: fetch.Redact(job.URL), Host: job.Host, Attempt: job.Attempts,
 		Started: time.Now(), StartBytes: job.Bytes, Size: job.Size}
 	e.mu.Unlock()
 
@@ -141,6 +156,9 @@ func (t *try) run() {
 		NewPart: t.newPart, Started: t.started, Resend: t.resend}
 	if job.Bytes == 0 {
 		t.req.Size = -1
+	}
+	if job.CrawlID != 0 && !t.obeyRobots(userURL) {
+		return
 	}
 	pieces := 0 // short ranges in a row (fetch.MoreRanges)
 	for {
@@ -276,7 +294,7 @@ func (t *try) started(r fetch.Result) {
 // newPart chooses and records another part for the job, whose part name
 // something took on disk since it was chosen.
 func (t *try) newPart() (string, error) {
-	p := t.e.choosePart(t.job.URL, nil)
+	p := t.e.choosePart(t.job, nil)
 	if err := t.e.store.SetPart(context.WithoutCancel(t.ctx), t.job.ID, p); err != nil {
 		t.e.release(p)
 		return "", err

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/time/rate"
 )
@@ -228,4 +229,34 @@ func (c *Core) setGlobalRateLocked(perSec float64) {
 	now := c.clock()
 	c.glim.SetLimitAt(now, rate.Limit(perSec))
 	c.glim.SetBurstAt(now, burst)
+}
+
+// SetCrawlDelay makes d, a host's robots.txt Crawl-delay, a floor on its
+// spacing (W5): it never dispatches sooner than d after its last dispatch,
+// whatever its rate. A Crawl-delay over the host's max_crawl_delay pauses
+// it with that reason instead, as a long Retry-After does (G9). 0 clears
+// it.
+func (c *Core) SetCrawlDelay(host string, d time.Duration) {
+	c.mu.Lock()
+	now := c.clock()
+	nowM := c.mono(now)
+	h := c.getHost(host, now)
+	d = max(d, 0)
+	if d > h.tun.MaxCrawlDelay {
+		if !h.paused {
+			c.pauseLocked(h, fmt.Sprintf("robots.txt asks for a Crawl-delay of %v, over max_crawl_delay (%v)",
+				d, h.tun.MaxCrawlDelay), nowM)
+		}
+		d = h.tun.MaxCrawlDelay
+	}
+	if d != h.crawlDelay {
+		h.crawlDelay = d
+		if h.lastDispatch != noTime {
+			h.delayUntil = addMono(h.lastDispatch, d)
+		}
+		c.markDirty(h)
+		c.place(h, now, nowM)
+	}
+	c.unlock()
+	c.signal()
 }

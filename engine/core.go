@@ -273,7 +273,7 @@ func (c *Core) getHost(key string, now time.Time) *host {
 	if h := c.byKey[key]; h != nil {
 		return h
 	}
-	h := &host{key: key, heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime}
+	h := &host{key: key, heapIdx: -1, gate: noTime, lastDispatch: noTime, spaceUntil: noTime, delayUntil: noTime}
 	h.br.openedAt = noTime
 	h.quota = serverQuota{seenAt: noTime, resetAt: noTime, until: noTime}
 	h.applyTunables(c.defaults, now)
@@ -428,6 +428,9 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 		from = t
 	}
 	h.spaceUntil = addMono(from, c.drawJitter(h))
+	if h.crawlDelay > 0 {
+		h.delayUntil = addMono(nowM, h.crawlDelay) // W5: whatever the rate
+	}
 	c.quotaDispatched(h, nowM)
 	c.dispatchSeq++
 	d := Dispatch{Host: h.key, Seq: c.dispatchSeq, Hop: hop, levelGen: h.levelGen, breakerGen: h.br.gen}

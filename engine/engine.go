@@ -83,6 +83,10 @@ type Engine struct {
 	// must not be acted on (J3), so Run stops dispatching and returns it.
 	broken atomic.Pointer[error]
 
+	crawlMu sync.Mutex
+	crawls  map[int64]*crawlRun // every stored crawl, by id
+	robots  robotsCache
+
 	mu     sync.Mutex
 	active map[int64]*activeJob
 	names  map[string]bool // part and final names attempts in progress have chosen
@@ -147,7 +151,8 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		opt.Seed = time.Now().UnixNano()
 	}
 	e := &Engine{opt: opt, store: store, log: opt.Log, done: make(chan struct{}, 1),
-		active: map[int64]*activeJob{}, names: map[string]bool{}}
+		active: map[int64]*activeJob{}, names: map[string]bool{}, crawls: map[int64]*crawlRun{},
+		robots: robotsCache{hosts: map[string]*hostRobots{}}}
 	if opt.Defaults.RatePerMin == 0 {
 		saved, err := loadDefaults(ctx, store)
 		if err != nil {
@@ -217,6 +222,9 @@ func (e *Engine) restore(ctx context.Context) error {
 	now := time.Now()
 	for _, h := range hosts {
 		e.core.RestoreHost(h, now)
+	}
+	if err := e.loadCrawls(ctx); err != nil {
+		return err
 	}
 	e.core.DirtyHosts() // what was just restored is already on disk
 	if running == "true" {

@@ -851,7 +851,7 @@ type stalledFinish struct {
 	release chan struct{}
 }
 
-func (s *stalledFinish) Finish(ctx context.Context, end engine.End) error {
+func (s *stalledFinish) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	s.once.Do(func() { close(s.entered) })
 	<-s.release
 	return s.Store.Finish(ctx, end)

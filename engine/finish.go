@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
+	"path"
 	"time"
 
 	"heed/engine/fetch"
@@ -23,14 +25,20 @@ const againNextStart = "it is queued again when Heed next starts"
 func (e *Engine) complete(t *try, res fetch.Result, row Attempt) {
 	ctx := context.Background() // the transition must land even while stopping
 	job := t.job
-	final, err := e.pickName(res.Name)
+	final, err := e.pickName(finalBase(job, res))
 	if err != nil {
 		e.end(t, Decision{Fail: true, Reason: "finishing the download: " + err.Error()}, res, &row, "failed")
 		return
 	}
 	defer func() { e.release(final) }()
-	err = e.store.Finish(ctx, End{JobID: job.ID, State: JobDone, Attempt: &row, Resume: resumeOf(res),
-		File: final, SHA256: res.SHA256, Status: res.Status})
+	end := End{JobID: job.ID, State: JobDone, Attempt: &row, Resume: resumeOf(res),
+		File: final, SHA256: res.SHA256, Status: res.Status, Found: t.found}
+	if job.CrawlID != 0 {
+		// Its links, read from the synced part, are stored with its done (W8).
+		fd := e.discover(job, res, t.req.URL)
+		end.Found, end.OutOfScope, end.Error = append(end.Found, fd.jobs...), fd.outOfScope, fd.note
+	}
+	got, err := e.store.Finish(ctx, end)
 	switch {
 	case errors.Is(err, ErrNotQueued):
 		// Paused or cancelled while it finished: its complete part stays,
@@ -43,6 +51,7 @@ func (e *Engine) complete(t *try, res fetch.Result, row Attempt) {
 		e.report(job, JobEnd{Outcome: "canceled", Bytes: res.Bytes, Err: err.Error() + "; " + againNextStart})
 		return
 	}
+	e.queueFound(end.Found, got)
 	for {
 		err = e.fetch.Rename(res.Part, final)
 		if !errors.Is(err, fs.ErrExist) {
@@ -50,7 +59,7 @@ func (e *Engine) complete(t *try, res fetch.Result, row Attempt) {
 		}
 		// Taken since it was chosen: the next free name, recorded first.
 		e.release(final)
-		if final, err = e.pickName(res.Name); err != nil {
+		if final, err = e.pickName(finalBase(job, res)); err != nil {
 			break
 		}
 		if err = e.store.Rename(ctx, job.ID, final); err != nil {
@@ -68,6 +77,53 @@ func (e *Engine) complete(t *try, res fetch.Result, row Attempt) {
 		e.log.Error("recording a final name", "job", job.ID, "err", err)
 	}
 	e.report(job, JobEnd{Outcome: "ok", File: final, Bytes: res.Bytes, SHA256: res.SHA256})
+}
+
+// finalBase is the name a finished download would have if free: F2's
+// name, or for a crawl's file its place in the tree (W9), in the folder its
+// part is in.
+func finalBase(job Job, res fetch.Result) string {
+	if job.CrawlID == 0 {
+		return res.Name
+	}
+	u, err := url.Parse(job.URL)
+	if err != nil {
+		return res.Name
+	}
+	return path.Join(path.Dir(res.Part), path.Base(fetch.TreePath(u)))
+}
+
+// queueFound gives the core the jobs Finish queued of those a crawled page
+// found (W8).
+func (e *Engine) queueFound(jobs []NewJob, got []Enqueued) {
+	for i, it := range got {
+		if it.ID > 0 && it.State == JobQueued && i < len(jobs) {
+			e.core.Add(it.ID, jobs[i].Host, it.NotBefore)
+		}
+	}
+}
+
+// finishWithout ends an attempt that made no request of its own (see
+// obeyRobots) as end says, reported as outcome.
+func (e *Engine) finishWithout(t *try, end End, outcome string) {
+	job := t.job
+	got, err := e.store.Finish(context.Background(), end)
+	je := JobEnd{Outcome: outcome, Err: end.Error}
+	switch {
+	case errors.Is(err, ErrNotQueued):
+		je.Outcome, je.Err = "canceled", "stopped by the user"
+	case err != nil:
+		err = fmt.Errorf("%w how a download ended: %w", ErrNotRecorded, err)
+		e.breaks(err)
+		je.Outcome, je.Err = "canceled", err.Error()+"; "+againNextStart
+	default:
+		e.queueFound(end.Found, got)
+		if end.State == JobQueued {
+			e.core.Add(job.ID, job.Host, end.NotBefore)
+			je.NotBefore = end.NotBefore
+		}
+	}
+	e.report(job, je)
 }
 
 // pickName chooses the final name of a finished download: base, or the
@@ -125,7 +181,11 @@ func (e *Engine) end(t *try, dec Decision, res fetch.Result, row *Attempt, outco
 			}
 		}
 	}
-	err := e.store.Finish(ctx, end)
+	end.Found = t.found
+	got, err := e.store.Finish(ctx, end)
+	if err == nil {
+		e.queueFound(end.Found, got)
+	}
 	switch {
 	case err == nil && end.State == JobQueued:
 		e.core.Add(job.ID, job.Host, end.NotBefore)

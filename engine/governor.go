@@ -53,6 +53,8 @@ type host struct {
 	gate         int64  // earliest next dispatch (G3, G5)
 	lastDispatch int64
 	spaceUntil   int64 // lastDispatch + jitter draw (G4)
+	crawlDelay   time.Duration
+	delayUntil   int64 // lastDispatch + crawlDelay (W5)
 	inflight     int   // G1
 	paused       bool  // G9
 	pauseReason  string
@@ -153,6 +155,9 @@ func (h *host) due(now time.Time, nowM int64, probeTimeout int64, hop bool) (int
 	}
 	if h.spaceUntil > due {
 		due, why = h.spaceUntil, WaitJitter
+	}
+	if h.delayUntil > due {
+		due, why = h.delayUntil, WaitCrawlDelay
 	}
 	if h.quota.until > due && h.quota.active(nowM) {
 		due, why = h.quota.until, WaitQuota

@@ -47,7 +47,7 @@ func (n *namingOrder) Start(ctx context.Context, id int64, part string) (engine.
 	return j, err
 }
 
-func (n *namingOrder) Finish(ctx context.Context, end engine.End) error {
+func (n *namingOrder) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	if end.State == engine.JobDone {
 		n.mu.Lock()
 		n.recorded++
@@ -244,11 +244,12 @@ func killedAfterDone(t *testing.T, srv *demo.Server, dbPath, dir string) *rig {
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(filepath.Join(dir, j.Part), body, 0o644))
 		sum := sha256.Sum256(body)
-		require.NoError(t, store.Finish(context.Background(), engine.End{JobID: j.ID, State: engine.JobDone,
+		_, err = store.Finish(context.Background(), engine.End{JobID: j.ID, State: engine.JobDone,
 			Attempt: &engine.Attempt{JobID: j.ID, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),
 				Status: 200, Outcome: "ok", Bytes: int64(len(body))},
 			Resume: engine.Resume{Part: j.Part, Bytes: int64(len(body)), Size: int64(len(body))},
-			File:   name, SHA256: hex.EncodeToString(sum[:]), Status: 200}))
+			File:   name, SHA256: hex.EncodeToString(sum[:]), Status: 200})
+		require.NoError(t, err)
 	}
 	return first
 }
@@ -269,9 +270,9 @@ func (f fullDisk) Start(ctx context.Context, id int64, part string) (engine.Job,
 	return f.Store.Start(ctx, id, part)
 }
 
-func (f fullDisk) Finish(ctx context.Context, end engine.End) error {
+func (f fullDisk) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	if (f.finishes && end.State == engine.JobDone) || (f.requeues && end.State == engine.JobQueued) {
-		return errFull
+		return nil, errFull
 	}
 	return f.Store.Finish(ctx, end)
 }
@@ -383,10 +384,10 @@ func (j *jobEnds) assertNotRecordedNotFailed(t *testing.T) {
 // before its finished download is recorded.
 type pausedWhileFinishing struct{ engine.Store }
 
-func (p pausedWhileFinishing) Finish(ctx context.Context, end engine.End) error {
+func (p pausedWhileFinishing) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	if end.State == engine.JobDone {
 		if _, err := p.Store.SetState(ctx, []int64{end.JobID}, []engine.JobState{engine.JobActive}, engine.JobPaused); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	return p.Store.Finish(ctx, end)

@@ -46,6 +46,10 @@ type HostState struct {
 	QuotaSeen      time.Time
 	QuotaUntil     time.Time
 
+	// CrawlDelay is the host's robots.txt Crawl-delay (W5), a floor on its
+	// spacing; 0 when none.
+	CrawlDelay time.Duration
+
 	// Counts are the host's jobs by state, kept by the Store with each
 	// transition; the core reads only whether it has jobs queued.
 	Counts    Counts
@@ -81,9 +85,10 @@ func (c *Core) ExportHost(host string) (HostState, bool) {
 		s.Gate = toWall(h.gate)
 	}
 	s.Tokens, s.TokensAt = h.lim.TokensAt(now), wall
-	if h.spaceUntil > nowM {
-		s.SpaceUntil = toWall(h.spaceUntil)
+	if sp := max(h.spaceUntil, h.delayUntil); sp > nowM {
+		s.SpaceUntil = toWall(sp)
 	}
+	s.CrawlDelay = h.crawlDelay
 	s.OpenedAt = toWall(h.br.openedAt)
 	if q := &h.quota; q.active(nowM) {
 		s.QuotaName, s.QuotaForm, s.QuotaLimit, s.QuotaWindow = q.name, q.form, q.limit, q.window
@@ -131,7 +136,9 @@ func (c *Core) RestoreHost(s HostState, now time.Time) {
 		// At most one spacing from now: a wall clock set back between the
 		// runs, or a jitter_max lowered, must not hold the host longer.
 		h.spaceUntil = min(sp, addMono(nowM, h.tun.JitterMax))
+		h.delayUntil = min(sp, addMono(nowM, max(s.CrawlDelay, 0)))
 	}
+	h.crawlDelay = max(s.CrawlDelay, 0)
 	h.paused, h.pauseReason = s.Paused, s.PauseReason
 	h.level = min(max(s.Level, 0), MaxLevel)
 	h.streak = max(s.Streak, 0)

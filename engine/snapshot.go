@@ -22,9 +22,10 @@ const (
 	WaitRetryDelay                    // its jobs wait for their retry delay (R4)
 	WaitLoading                       // its next jobs are being read from storage (Q1)
 	WaitQuota                         // the server's own quota: its spacing or its reset (G12)
+	WaitCrawlDelay                    // robots.txt's Crawl-delay after the last dispatch (W5)
 )
 
-var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay", "loading", "quota"}
+var waitNames = [...]string{"ready", "token", "gate", "jitter", "breaker", "paused", "inflight-cap", "global-cap", "empty", "retry-delay", "loading", "quota", "crawl-delay"}
 
 // String returns a short name such as "token" or "inflight-cap".
 func (w WaitReason) String() string {
@@ -68,7 +69,10 @@ type HostSnapshot struct {
 	Quota        string
 	QuotaShaping bool
 	QuotaNote    string
-	Waiting      WaitReason
+	// CrawlDelay is the host's robots.txt Crawl-delay, a floor on its
+	// spacing (W5); 0 when none.
+	CrawlDelay time.Duration
+	Waiting    WaitReason
 	NextDue      time.Time // when it may dispatch; zero when only an event helps
 }
 
@@ -151,7 +155,7 @@ func (c *Core) snapshotLocked(h *host, now time.Time, nowM int64) HostSnapshot {
 		Inflight: h.inflight, MaxInflight: t.MaxInflight,
 		Breaker: h.br.state, Failures: h.br.failures, ProbeOut: h.br.probeOut,
 		Paused: h.paused, PauseReason: h.pauseReason, LastStatus: h.lastStatus,
-		Waiting: why,
+		CrawlDelay: h.crawlDelay, Waiting: why,
 	}
 	if h.quota.active(nowM) {
 		s.Quota, s.QuotaShaping = h.quota.describe(nowM), h.quota.shaping

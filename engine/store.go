@@ -19,6 +19,8 @@ type Reader interface {
 	HostEvents(ctx context.Context, host string, limit int) ([]Event, error)
 	// Setting returns a small named value ("" and no error when unset).
 	Setting(ctx context.Context, key string) (string, error)
+	// Crawls returns every crawl with what it has done, oldest first.
+	Crawls(ctx context.Context) ([]Crawl, error)
 }
 
 // Store is everything the engine keeps durable. The engine defines it and
@@ -51,11 +53,13 @@ type Store interface {
 	// SetPart records another part for an active job, whose first choice
 	// was taken on disk meanwhile.
 	SetPart(ctx context.Context, id int64, part string) error
-	// Finish records how an attempt leaves its job (see End). A job no
-	// longer active (paused or cancelled meanwhile) keeps its state, and
-	// Finish says so with ErrNotQueued; its resume state and history are
-	// recorded all the same.
-	Finish(ctx context.Context, end End) error
+	// Finish records how an attempt leaves its job (see End), with the
+	// links it found (W8), and reports what it did with each of those, in
+	// order (ID 0: over the crawl's max pages). A job no longer active
+	// (paused or cancelled meanwhile) keeps its state, and Finish says so
+	// with ErrNotQueued; its resume state and history are recorded all the
+	// same.
+	Finish(ctx context.Context, end End) ([]Enqueued, error)
 	// Rename records a done job's final name anew, before its part takes
 	// it: the name chosen was taken meanwhile (F3).
 	Rename(ctx context.Context, id int64, file string) error
@@ -70,6 +74,18 @@ type Store interface {
 	// RecordAttempt adds a history row with the next commit (redirect hops
 	// and other exchanges that do not end an attempt).
 	RecordAttempt(a Attempt) error
+
+	// CreateCrawl stores a new crawl, running, with its seeds as its first
+	// jobs (their CrawlID set to its id) in the same commit, and returns
+	// its id and what it did with each seed, as Enqueue does.
+	CreateCrawl(ctx context.Context, c Crawl, seeds []NewJob) (int64, []Enqueued, error)
+	// SetCrawlState runs, pauses or cancels a crawl, its jobs with it, and
+	// returns the jobs that changed.
+	SetCrawlState(ctx context.Context, id int64, to CrawlState) ([]Changed, error)
+	// Robots returns host's robots.txt as last fetched (ok false: never).
+	Robots(ctx context.Context, host string) (RobotsFile, bool, error)
+	// SaveRobots keeps a host's robots.txt, with the next commit.
+	SaveRobots(r RobotsFile) error
 
 	SaveHost(s HostState) error
 	AppendEvent(e Event) error

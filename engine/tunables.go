@@ -31,6 +31,9 @@ import (
 //   - ThrottleStatuses (429, 503; each 400…599): responses that throttle.
 //   - MaxRetryAfter (24h; ≥ 1s): a Retry-After longer than this pauses the
 //     host with that reason instead of waiting (G5, G9).
+//   - MaxCrawlDelay (60s; ≥ 1s): a robots.txt Crawl-delay longer than this
+//     pauses the host with that reason instead of spacing it (W5). 0, as
+//     in settings saved before it existed, reads as the default.
 //   - FailureThreshold (5; 1…255): consecutive failures that open the
 //     breaker (B1).
 //   - RecoveryTimeout (30s; 1ms…24h): open → half-open delay (B2).
@@ -46,6 +49,7 @@ type Tunables struct {
 	DecayAfter       int           `json:"decay_after"`
 	ThrottleStatuses []int         `json:"throttle_statuses"`
 	MaxRetryAfter    time.Duration `json:"max_retry_after"`
+	MaxCrawlDelay    time.Duration `json:"max_crawl_delay"`
 	FailureThreshold int           `json:"failure_threshold"`
 	RecoveryTimeout  time.Duration `json:"recovery_timeout"`
 	Retry            RetryPolicy   `json:"retry"`
@@ -61,6 +65,9 @@ const (
 	MinBackoffBase     = time.Millisecond
 	MaxDecayAfter      = 1000
 	MinMaxRetryAfter   = time.Second
+	MinMaxCrawlDelay   = time.Second
+	// DefaultMaxCrawlDelay is max_crawl_delay_s's default (W5).
+	DefaultMaxCrawlDelay = 60 * time.Second
 	MaxFailThreshold   = 255
 	MinRecoveryTimeout = time.Millisecond
 	MaxRecoveryTimeout = 86400000 * time.Millisecond
@@ -84,6 +91,7 @@ func DefaultTunables() Tunables {
 		DecayAfter:       4,
 		ThrottleStatuses: []int{429, 503},
 		MaxRetryAfter:    86400 * time.Second,
+		MaxCrawlDelay:    DefaultMaxCrawlDelay,
 		FailureThreshold: 5,
 		RecoveryTimeout:  30 * time.Second,
 		Retry:            DefaultRetryPolicy(),
@@ -91,12 +99,16 @@ func DefaultTunables() Tunables {
 }
 
 // Normalize returns t with the one silent correction SPEC §2 allows:
-// JitterMax is clamped up to JitterMin. The throttle statuses are copied,
+// JitterMax is clamped up to JitterMin; and a MaxCrawlDelay of 0 (settings
+// saved before it existed) takes its default. The throttle statuses are copied,
 // sorted and de-duplicated so the result shares no memory with t.
 // Core.SetDefaults and Core.SetHostTunables normalize before Validate.
 func (t Tunables) Normalize() Tunables {
 	if t.JitterMax < t.JitterMin {
 		t.JitterMax = t.JitterMin
+	}
+	if t.MaxCrawlDelay == 0 {
+		t.MaxCrawlDelay = DefaultMaxCrawlDelay
 	}
 	t.ThrottleStatuses = slices.Compact(slices.Sorted(slices.Values(t.ThrottleStatuses)))
 	return t
@@ -140,6 +152,9 @@ func (t Tunables) Validate() error {
 	}
 	if t.MaxRetryAfter < MinMaxRetryAfter {
 		return fmt.Errorf("max_retry_after: %v is below the minimum 1s", t.MaxRetryAfter)
+	}
+	if t.MaxCrawlDelay < MinMaxCrawlDelay {
+		return fmt.Errorf("max_crawl_delay: %v is below the minimum 1s", t.MaxCrawlDelay)
 	}
 	if err := intRange("failure_threshold", t.FailureThreshold, 1, MaxFailThreshold); err != nil {
 		return err
@@ -205,6 +220,7 @@ func retuned(was, now Tunables) string {
 	diff("decay after", was.DecayAfter, now.DecayAfter)
 	diff("throttle statuses", was.ThrottleStatuses, now.ThrottleStatuses)
 	diff("max Retry-After", was.MaxRetryAfter, now.MaxRetryAfter)
+	diff("max Crawl-delay", was.MaxCrawlDelay, now.MaxCrawlDelay)
 	diff("breaker failures", was.FailureThreshold, now.FailureThreshold)
 	diff("recovery timeout", was.RecoveryTimeout, now.RecoveryTimeout)
 	diff("max attempts", was.Retry.MaxAttempts, now.Retry.MaxAttempts)

@@ -68,7 +68,23 @@ type Job struct {
 	SHA256     string // done: hex digest (F7)
 	LastError  string // failed, skipped, retried: why
 	LastStatus int
+
+	// Crawl (W10): the crawl that found the URL (0 for none), its depth
+	// from a seed, the page that linked to it ("" for a seed), and whether
+	// it is a page or a sitemap to read (W7).
+	CrawlID int64
+	Depth   int
+	FoundOn string
+	Kind    JobKind
 }
+
+// JobKind says what a crawl does with a fetched job's body.
+type JobKind string
+
+const (
+	KindPage    JobKind = ""        // a file; an HTML page's links are followed
+	KindSitemap JobKind = "sitemap" // a sitemap or sitemap index, read for URLs (W7)
+)
 
 // Resume is what is on disk of a download (F5).
 type Resume struct {
@@ -85,6 +101,13 @@ type NewJob struct {
 	URL  string // as it is fetched
 	Key  string // de-duplication key (J2, W3)
 	Host string // host key
+	// Crawl fields (W10); zero for a URL a person gave.
+	CrawlID int64
+	Depth   int
+	FoundOn string
+	Kind    JobKind
+	// Skip, when set, stores the job as skipped with this reason (W6).
+	Skip string
 }
 
 // Enqueued says what Enqueue did with one URL.
@@ -148,6 +171,10 @@ type End struct {
 	SHA256    string // done
 	Error     string
 	Status    int
+	// Found are the links a crawled page led to, queued in the same
+	// transaction (W8), and OutOfScope the links it counted instead.
+	Found      []NewJob
+	OutOfScope int64
 }
 
 // Cursor is a place in a host's queue, which is ordered by (not_before, id).
@@ -235,4 +262,46 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// CrawlState says whether a crawl's jobs run.
+type CrawlState string
+
+const (
+	CrawlRunning   CrawlState = "running"
+	CrawlPaused    CrawlState = "paused"
+	CrawlCancelled CrawlState = "cancelled"
+)
+
+// Crawl is a crawl as stored (W1, W10): its seeds and rules, its state,
+// and what it has done.
+type Crawl struct {
+	ID       int64
+	Seeds    []string
+	Scope    string // host, domain or prefix
+	Depth    int    // links from a seed; 0 = seeds only
+	MaxPages int    // jobs it may create; 0 = no limit
+	Include  []string
+	Exclude  []string
+	Robots   bool // obey robots.txt (W4)
+	State    CrawlState
+	Created  time.Time
+
+	// What it has done: its jobs by state, the jobs it created, the links
+	// it found out of scope or excluded, the bytes of its done pages.
+	Counts     Counts
+	Pages      int64
+	OutOfScope int64
+	Bytes      int64
+}
+
+// RobotsFile is a host's robots.txt as Heed last fetched it (W4): the
+// status, the body (at most robots.MaxSize bytes), or the error of a fetch
+// that got no answer.
+type RobotsFile struct {
+	Host    string
+	Fetched time.Time
+	Status  int
+	Body    []byte
+	Error   string
 }

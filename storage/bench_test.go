@@ -97,7 +97,7 @@ func BenchmarkTransitions(b *testing.B) {
 			id := <-next
 			_, err := db.Start(bg, id, "")
 			if err == nil {
-				err = db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, GiveBack: true})
+				err = finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, GiveBack: true})
 			}
 			next <- id
 			if err != nil {

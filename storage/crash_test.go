@@ -138,7 +138,7 @@ func childCrash(path, roundStr string) int {
 					end.Attempt.Outcome = "failed"
 				}
 				say("I %d %s\n", id, end.State)
-				if err := db.Finish(bg, end); err != nil {
+				if err := finish(db, bg, end); err != nil {
 					return fail("finish", err)
 				}
 				say("S %d %s\n", id, end.State)

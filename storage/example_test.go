@@ -40,14 +40,14 @@ func Example() {
 	id := res[0].ID
 
 	job, _ := db.Start(ctx, id, "a.iso.part") // on disk before the request and the file
-	_ = db.Finish(ctx, engine.End{JobID: id, State: engine.JobQueued, NotBefore: time.Now().Add(time.Minute),
+	_, _ = db.Finish(ctx, engine.End{JobID: id, State: engine.JobQueued, NotBefore: time.Now().Add(time.Minute),
 		GiveBack: true, Throttled: true, Error: "429 Too Many Requests", Status: 429,
 		Attempt: &engine.Attempt{JobID: id, URL: url, Host: "example.com", Attempt: job.Attempts,
 			StartedAt: time.Now(), Status: 429, Outcome: "throttled", RetryAfter: time.Minute},
 		Resume: engine.Resume{Part: "a.iso.part", Size: -1}})
 
 	job, _ = db.Start(ctx, id, "a.iso.part")
-	_ = db.Finish(ctx, engine.End{JobID: id, State: engine.JobDone, File: "a.iso", SHA256: "…", Status: 200,
+	_, _ = db.Finish(ctx, engine.End{JobID: id, State: engine.JobDone, File: "a.iso", SHA256: "…", Status: 200,
 		Attempt: &engine.Attempt{JobID: id, URL: url, Host: "example.com", Attempt: job.Attempts, Throttled: 1,
 			StartedAt: time.Now(), Status: 200, Outcome: "ok", Bytes: 3},
 		Resume: engine.Resume{Part: "a.iso.part", Bytes: 3, Size: 3}})

@@ -181,7 +181,7 @@ func TestExport_S9_JobsOverTheDatabase(t *testing.T) {
 	enqueueURLs(t, db, "b.example", "https://b.example/q")
 	_, err := db.Start(bg, id, "f.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobDone, File: "f", SHA256: "aa", Status: 200,
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobDone, File: "f", SHA256: "aa", Status: 200,
 		Resume: engine.Resume{Part: "f.part", Bytes: 1, Size: 1}}))
 	line := func() map[string]any {
 		t.Helper()

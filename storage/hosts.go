@@ -30,8 +30,9 @@ func (db *DB) SaveHost(h engine.HostState) error {
 	return db.queue("save host "+h.Host, func(w *wtx) error {
 		_, err := w.exec(`INSERT INTO hosts (host, tunables_json, paused, pause_reason, level, streak, gate,
 			breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until, updated_at,
-			quota_name, quota_form, quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			quota_name, quota_form, quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until,
+			crawl_delay_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (host) DO UPDATE SET tunables_json = excluded.tunables_json, paused = excluded.paused,
 			pause_reason = excluded.pause_reason, level = excluded.level, streak = excluded.streak,
 			gate = excluded.gate, breaker_state = excluded.breaker_state, failures = excluded.failures,
@@ -40,11 +41,11 @@ func (db *DB) SaveHost(h engine.HostState) error {
 			updated_at = excluded.updated_at, quota_name = excluded.quota_name, quota_form = excluded.quota_form,
 			quota_limit = excluded.quota_limit, quota_window_ns = excluded.quota_window_ns,
 			quota_remaining = excluded.quota_remaining, quota_reset = excluded.quota_reset,
-			quota_seen = excluded.quota_seen, quota_until = excluded.quota_until`,
+			quota_seen = excluded.quota_seen, quota_until = excluded.quota_until, crawl_delay_ns = excluded.crawl_delay_ns`,
 			h.Host, tun, h.Paused, h.PauseReason, h.Level, h.Streak, nanos(h.Gate), int(h.Breaker), h.Failures,
 			nanos(h.OpenedAt), h.LastStatus, h.Throttles, h.Tokens, nanos(h.TokensAt), nanos(h.SpaceUntil), updated,
 			h.QuotaName, h.QuotaForm, h.QuotaLimit, int64(h.QuotaWindow), h.QuotaRemaining, nanos(h.QuotaReset),
-			nanos(h.QuotaSeen), nanos(h.QuotaUntil))
+			nanos(h.QuotaSeen), nanos(h.QuotaUntil), int64(h.CrawlDelay))
 		return err
 	})
 }
@@ -68,7 +69,8 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, tunables_json, paused, pause_reason, level, streak,
 		gate, breaker_state, failures, opened_at, last_status, throttles, tokens, tokens_at, space_until,
 		updated_at, queued, active, paused_jobs, done, failed, cancelled, skipped, quota_name, quota_form,
-		quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until FROM hosts ORDER BY host`)
+		quota_limit, quota_window_ns, quota_remaining, quota_reset, quota_seen, quota_until, crawl_delay_ns
+		FROM hosts ORDER BY host`)
 	if err != nil {
 		return nil, err
 	}
@@ -77,16 +79,17 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	for rows.Next() {
 		var h engine.HostState
 		var tun sql.NullString
-		var gate, opened, tokensAt, spaceUntil, updated, qWindow, qReset, qSeen, qUntil int64
+		var gate, opened, tokensAt, spaceUntil, updated, qWindow, qReset, qSeen, qUntil, crawlDelay int64
 		var breaker int
 		c := &h.Counts
 		if err := rows.Scan(&h.Host, &tun, &h.Paused, &h.PauseReason, &h.Level, &h.Streak, &gate,
 			&breaker, &h.Failures, &opened, &h.LastStatus, &h.Throttles, &h.Tokens, &tokensAt, &spaceUntil,
 			&updated, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped,
-			&h.QuotaName, &h.QuotaForm, &h.QuotaLimit, &qWindow, &h.QuotaRemaining, &qReset, &qSeen, &qUntil); err != nil {
+			&h.QuotaName, &h.QuotaForm, &h.QuotaLimit, &qWindow, &h.QuotaRemaining, &qReset, &qSeen, &qUntil,
+			&crawlDelay); err != nil {
 			return nil, err
 		}
-		h.QuotaWindow = time.Duration(qWindow)
+		h.QuotaWindow, h.CrawlDelay = time.Duration(qWindow), time.Duration(crawlDelay)
 		h.QuotaReset, h.QuotaSeen, h.QuotaUntil = fromNanos(qReset), fromNanos(qSeen), fromNanos(qUntil)
 		if tun.Valid {
 			var t engine.Tunables

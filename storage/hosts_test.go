@@ -29,7 +29,7 @@ func TestHosts_S4_HostStateRoundTripAcrossReopen(t *testing.T) {
 		Tokens: 1.5, TokensAt: time.Unix(1_700_000_100, 7), SpaceUntil: time.Unix(1_700_000_101, 8),
 		QuotaName: "burst", QuotaForm: "RateLimit", QuotaLimit: 100, QuotaWindow: time.Minute, QuotaRemaining: 3,
 		QuotaReset: time.Unix(1_700_000_120, 9), QuotaSeen: time.Unix(1_700_000_100, 10),
-		QuotaUntil: time.Unix(1_700_000_106, 11),
+		QuotaUntil: time.Unix(1_700_000_106, 11), CrawlDelay: 5 * time.Second,
 	}
 	v := reflect.ValueOf(want)
 	for i := range v.NumField() {

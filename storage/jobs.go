@@ -13,17 +13,18 @@ import (
 
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, url, host, state, not_before, created_at, updated_at, attempts, throttled, part, bytes, size,
-	etag, last_modified, name, file, sha256, last_error, last_status`
+	etag, last_modified, name, file, sha256, last_error, last_status, crawl_id, depth, found_on, kind`
 
 type scanner interface{ Scan(...any) error }
 
 func scanJob(s scanner) (engine.Job, error) {
 	var j engine.Job
-	var state string
+	var state, kind string
 	var nb, created, updated int64
 	err := s.Scan(&j.ID, &j.URL, &j.Host, &state, &nb, &created, &updated, &j.Attempts, &j.Throttled, &j.Part,
-		&j.Bytes, &j.Size, &j.ETag, &j.LastModified, &j.Name, &j.File, &j.SHA256, &j.LastError, &j.LastStatus)
-	j.State = engine.JobState(state)
+		&j.Bytes, &j.Size, &j.ETag, &j.LastModified, &j.Name, &j.File, &j.SHA256, &j.LastError, &j.LastStatus,
+		&j.CrawlID, &j.Depth, &j.FoundOn, &kind)
+	j.State, j.Kind = engine.JobState(state), engine.JobKind(kind)
 	j.NotBefore, j.CreatedAt, j.UpdatedAt = fromNanos(nb), fromNanos(created), fromNanos(updated)
 	return j, err
 }
@@ -65,25 +66,35 @@ func (db *DB) Enqueue(ctx context.Context, jobs []engine.NewJob, againBelow int6
 }
 
 // insertChunk is how many jobs one INSERT adds.
-const insertChunk = 256
+const insertChunk = 128
 
-// insertJobs adds the jobs whose key has no row yet, queued, a chunk of rows a statement, and
-// counts them in their hosts' rows, once per host (the trigger counts only changes of state). It
-// returns the ids of the rows it added, by key.
+// insertJobs adds the jobs whose key has no row yet — queued, or skipped
+// with the reason NewJob.Skip gives — a chunk of rows a statement, and counts
+// them in their hosts' rows, once per host and state (the trigger counts
+// only changes of state). It returns the ids of the rows it added, by key.
 func insertJobs(w *wtx, jobs []engine.NewJob, now time.Time) (map[string]int64, error) {
 	ids := make(map[string]int64, len(jobs))
-	added := map[string]int64{} // by host
+	type hostState struct {
+		host  string
+		state engine.JobState
+	}
+	added := map[hostState]int64{}
 	t := nanos(now)
 	for len(jobs) > 0 {
 		chunk := jobs[:min(len(jobs), insertChunk)]
 		jobs = jobs[len(chunk):]
-		args := make([]any, 0, 6*len(chunk))
+		args := make([]any, 0, 11*len(chunk))
 		for _, j := range chunk {
-			args = append(args, j.URL, j.Key, j.Host, t, t, t)
+			state := engine.JobQueued
+			if j.Skip != "" {
+				state = engine.JobSkipped
+			}
+			args = append(args, j.URL, j.Key, j.Host, string(state), t, t, t, j.Skip, j.CrawlID, j.Depth, j.FoundOn, string(j.Kind))
 		}
-		s, err := w.stmt(`INSERT INTO jobs (url, key, host, state, not_before, created_at, updated_at) VALUES ` +
-			strings.Repeat("(?, ?, ?, 'queued', ?, ?, ?), ", len(chunk)-1) + `(?, ?, ?, 'queued', ?, ?, ?)
-			ON CONFLICT (key) DO NOTHING RETURNING id, key, host`)
+		row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		s, err := w.stmt(`INSERT INTO jobs (url, key, host, state, not_before, created_at, updated_at, last_error,
+			crawl_id, depth, found_on, kind) VALUES ` + strings.Repeat(row+", ", len(chunk)-1) + row + `
+			ON CONFLICT (key) DO NOTHING RETURNING id, key, host, state`)
 		if err != nil {
 			return nil, err
 		}
@@ -93,21 +104,25 @@ func insertJobs(w *wtx, jobs []engine.NewJob, now time.Time) (map[string]int64, 
 		}
 		for rows.Next() {
 			var id int64
-			var key, host string
-			if err := rows.Scan(&id, &key, &host); err != nil {
+			var key, host, state string
+			if err := rows.Scan(&id, &key, &host, &state); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			ids[key] = id
-			added[host]++
+			added[hostState{host, engine.JobState(state)}]++
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return nil, err
 		}
 	}
-	for host, n := range added {
-		if _, err := w.exec(`INSERT INTO hosts (host, queued) VALUES (?, ?)
-			ON CONFLICT (host) DO UPDATE SET queued = queued + excluded.queued`, host, n); err != nil {
+	for hs, n := range added {
+		col := "queued"
+		if hs.state == engine.JobSkipped {
+			col = "skipped"
+		}
+		if _, err := w.exec(`INSERT INTO hosts (host, `+col+`) VALUES (?, ?)
+			ON CONFLICT (host) DO UPDATE SET `+col+` = `+col+` + excluded.`+col, hs.host, n); err != nil {
 			return nil, err
 		}
 	}
@@ -281,10 +296,11 @@ func (db *DB) SetPart(ctx context.Context, id int64, part string) error {
 // Finish records how an attempt leaves its job, with its last history row, in one commit (J3,
 // S3). A job no longer active keeps its state (the person paused or cancelled it meanwhile):
 // only its resume state and the history row are recorded, and Finish returns ErrNotQueued.
-func (db *DB) Finish(ctx context.Context, end engine.End) error {
+func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	var kept error // the job's state was kept: committed all the same
+	var found []engine.Enqueued
 	err := db.write(ctx, "finish", func(w *wtx) error {
-		kept = nil
+		kept, found = nil, nil
 		now := nanos(db.now())
 		if end.Attempt != nil {
 			if err := insertAttempt(w, *end.Attempt); err != nil {
@@ -305,10 +321,10 @@ func (db *DB) Finish(ctx context.Context, end engine.End) error {
 		case engine.JobDone:
 			// The part name stays until the part has the final name (Named).
 			res, err = w.exec(`UPDATE jobs SET state = 'done', file = ?, name = ?, bytes = ?, size = ?, sha256 = ?,
-				etag = ?, last_modified = ?, last_error = '', last_status = ?, updated_at = ?
+				etag = ?, last_modified = ?, last_error = ?, last_status = ?, updated_at = ?
 				WHERE id = ? AND state = 'active'`,
-				end.File, r.Name, r.Bytes, r.Size, end.SHA256, r.ETag, r.LastModified, end.Status, now, end.JobID)
-		case engine.JobQueued, engine.JobFailed:
+				end.File, r.Name, r.Bytes, r.Size, end.SHA256, r.ETag, r.LastModified, end.Error, end.Status, now, end.JobID)
+		case engine.JobQueued, engine.JobFailed, engine.JobSkipped:
 			res, err = w.exec(`UPDATE jobs SET state = ?, not_before = ?, attempts = max(attempts - ?, 0),
 				throttled = throttled + ?, part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?, name = ?,
 				last_error = ?, last_status = ?, updated_at = ? WHERE id = ? AND state = 'active'`,
@@ -321,7 +337,8 @@ func (db *DB) Finish(ctx context.Context, end engine.End) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
-			return nil
+			found, err = db.crawled(w, end, db.now())
+			return err
 		}
 		// Paused or cancelled meanwhile: what is on disk is kept for its resume.
 		if _, err := w.exec(`UPDATE jobs SET part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?, name = ?,
@@ -336,9 +353,9 @@ func (db *DB) Finish(ctx context.Context, end engine.End) error {
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return kept
+	return found, kept
 }
 
 // Rename records a done job's final name anew, before its part takes it (F3).

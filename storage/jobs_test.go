@@ -68,7 +68,7 @@ func TestStart_F5_KeepsThePartItHas(t *testing.T) {
 	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
 	_, err := db.Start(bg, id, "f.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, Error: "reset",
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, Error: "reset",
 		Resume: engine.Resume{Part: "f.part", Bytes: 10, Size: 100, ETag: `"e"`}}))
 	j, err := db.Start(bg, id, "f (1).part")
 	require.NoError(t, err)
@@ -142,7 +142,7 @@ func TestStart_F4_PartTakenByAnotherJob(t *testing.T) {
 	assert.Equal(t, 1, partial, "jobs without a part are not in it")
 
 	// Let go of (a retry that starts afresh): the name is free.
-	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[0], State: engine.JobQueued, Resume: engine.Resume{Size: -1}}))
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[0], State: engine.JobQueued, Resume: engine.Resume{Size: -1}}))
 	j, err = db.Job(bg, ids[0])
 	require.NoError(t, err)
 	assert.Empty(t, j.Part)
@@ -217,7 +217,7 @@ func TestFinish_J3_S3_DoneWithItsHistoryRowInOneCommit(t *testing.T) {
 	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
 	_, err := db.Start(bg, id, "f.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, Error: "503", Status: 503,
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, Error: "503", Status: 503,
 		Resume: engine.Resume{Part: "f.part", Bytes: 1, Size: 1000}}))
 	_, err = db.Start(bg, id, "")
 	require.NoError(t, err)
@@ -225,7 +225,7 @@ func TestFinish_J3_S3_DoneWithItsHistoryRowInOneCommit(t *testing.T) {
 
 	clock.Set(time.Unix(1_700_000_050, 0))
 	before := db.commits.Load()
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobDone, Attempt: row(id, "ok", 206),
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobDone, Attempt: row(id, "ok", 206),
 		File: "f", SHA256: "abc", Status: 206,
 		Resume: engine.Resume{Part: "f.part", Bytes: 1000, Size: 1000, ETag: `"x"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT", Name: "f"}}))
 	assert.Equal(t, int64(1), db.commits.Load()-before, "one commit")
@@ -266,7 +266,7 @@ func TestFinish_R3_RetryThrottleAndFailure(t *testing.T) {
 	require.NoError(t, err)
 
 	next := time.Unix(1_800_000_000, 0)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, Attempt: row(id, "throttled", 429),
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, Attempt: row(id, "throttled", 429),
 		NotBefore: next, GiveBack: true, Throttled: true, Error: "429", Status: 429,
 		Resume: engine.Resume{Part: "f.part", Bytes: 100, Size: 1000, ETag: `"x"`, LastModified: "Wed, 21 Oct 2015 07:28:00 GMT", Name: "f.bin"}}))
 	j, err := db.Job(bg, id)
@@ -282,7 +282,7 @@ func TestFinish_R3_RetryThrottleAndFailure(t *testing.T) {
 
 	_, err = db.Start(bg, id, "")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, NotBefore: next.Add(time.Second),
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, NotBefore: next.Add(time.Second),
 		Error: "reset", Resume: engine.Resume{Part: "f.part", Bytes: 200, Size: 1000, ETag: `"x"`}}))
 	j, err = db.Job(bg, id)
 	require.NoError(t, err)
@@ -293,7 +293,7 @@ func TestFinish_R3_RetryThrottleAndFailure(t *testing.T) {
 
 	_, err = db.Start(bg, id, "")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobFailed, Attempt: row(id, "failed", 410),
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobFailed, Attempt: row(id, "failed", 410),
 		Error: "gone", Status: 410, Resume: engine.Resume{Part: "f.part", Bytes: 300, Size: 1000}}))
 	j, err = db.Job(bg, id)
 	require.NoError(t, err)
@@ -340,7 +340,7 @@ func TestFinish_J3_PausedOrCancelledMeanwhileKeepsItsState(t *testing.T) {
 			if c.end == engine.JobDone {
 				resume.Bytes = 100
 			}
-			err = db.Finish(bg, engine.End{JobID: id, State: c.end, Attempt: row(id, "canceled", 0), GiveBack: true,
+			err = finish(db, bg, engine.End{JobID: id, State: c.end, Attempt: row(id, "canceled", 0), GiveBack: true,
 				NotBefore: time.Unix(1_800_000_000, 0), Error: "interrupted", File: "f.bin", SHA256: "abc", Resume: resume})
 			assert.ErrorIs(t, err, engine.ErrNotQueued)
 			assert.ErrorIs(t, err, ErrStateConflict)
@@ -368,15 +368,15 @@ func TestFinish_J3_Refused(t *testing.T) {
 	for _, id := range []int64{queued, done} {
 		before, err := db.Job(bg, id)
 		require.NoError(t, err)
-		err = db.Finish(bg, engine.End{JobID: id, State: engine.JobFailed, Error: "x"})
+		err = finish(db, bg, engine.End{JobID: id, State: engine.JobFailed, Error: "x"})
 		assert.ErrorIs(t, err, engine.ErrNotQueued)
 		after, err := db.Job(bg, id)
 		require.NoError(t, err)
 		assert.Equal(t, before, after)
 	}
-	assert.ErrorIs(t, db.Finish(bg, engine.End{JobID: 999, State: engine.JobDone}), engine.ErrNotFound)
-	for _, s := range []engine.JobState{engine.JobPaused, engine.JobCancelled, engine.JobActive, engine.JobSkipped, "bogus"} {
-		assert.Error(t, db.Finish(bg, engine.End{JobID: active, State: s}), "an attempt does not end %s", s)
+	assert.ErrorIs(t, finish(db, bg, engine.End{JobID: 999, State: engine.JobDone}), engine.ErrNotFound)
+	for _, s := range []engine.JobState{engine.JobPaused, engine.JobCancelled, engine.JobActive, "bogus"} {
+		assert.Error(t, finish(db, bg, engine.End{JobID: active, State: s}), "an attempt does not end %s", s)
 	}
 	j, err := db.Job(bg, active)
 	require.NoError(t, err)
@@ -397,7 +397,7 @@ func TestUnnamed_F3_S2_NamedRenameRoundTrip(t *testing.T) {
 		t.Helper()
 		_, err := db.Start(bg, id, part)
 		require.NoError(t, err)
-		require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobDone, Attempt: row(id, "ok", 200),
+		require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobDone, Attempt: row(id, "ok", 200),
 			File: file, SHA256: "abc", Status: 200, Resume: engine.Resume{Part: part, Bytes: 3, Size: 3}}))
 	}
 	done(ids[0], "a.part", "a")
@@ -569,22 +569,22 @@ func TestSetState_R5_FreshBudgetOnRetry(t *testing.T) {
 	// Two attempts, a throttle, a failure with its part kept.
 	_, err := db.Start(bg, ids[0], "p.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[0], State: engine.JobQueued, Throttled: true, Error: "503",
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[0], State: engine.JobQueued, Throttled: true, Error: "503",
 		Status: 503, Resume: engine.Resume{Part: "p.part", Bytes: 10, Size: 100, ETag: `"e"`}}))
 	_, err = db.Start(bg, ids[0], "")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[0], State: engine.JobFailed, Error: "gone", Status: 410,
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[0], State: engine.JobFailed, Error: "gone", Status: 410,
 		Resume: engine.Resume{Part: "p.part", Bytes: 20, Size: 100, ETag: `"e"`}}))
 	// Done and named: no part.
 	_, err = db.Start(bg, ids[1], "d.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[1], State: engine.JobDone, File: "d", SHA256: "abc",
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[1], State: engine.JobDone, File: "d", SHA256: "abc",
 		Status: 200, Resume: engine.Resume{Part: "d.part", Bytes: 3, Size: 3}}))
 	require.NoError(t, db.Named(ids[1]))
 	// Paused after an attempt.
 	_, err = db.Start(bg, ids[2], "q.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: ids[2], State: engine.JobQueued, Error: "reset", Status: 502,
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[2], State: engine.JobQueued, Error: "reset", Status: 502,
 		Resume: engine.Resume{Part: "q.part", Bytes: 7, Size: -1}}))
 	_, err = db.SetState(bg, ids[2:], pausable, engine.JobPaused)
 	require.NoError(t, err)
@@ -650,7 +650,7 @@ func TestNextJobs_Q1_QueueOrderAndCursorAcrossTies(t *testing.T) {
 	for id, nb := range map[int64]time.Time{later: t2, zero: {}} {
 		_, err := db.Start(bg, id, "")
 		require.NoError(t, err)
-		require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobQueued, NotBefore: nb}))
+		require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobQueued, NotBefore: nb}))
 	}
 	_, err := db.SetState(bg, []int64{paused}, pausable, engine.JobPaused)
 	require.NoError(t, err)
@@ -757,7 +757,7 @@ func TestOpen_S2_G42_RecoversActiveJobsOnly(t *testing.T) {
 	second := jobIn(t, db, "https://a.example/active2", engine.JobQueued)
 	_, err = db.Start(bg, second, "2.part")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: second, State: engine.JobQueued, Error: "reset"}))
+	require.NoError(t, finish(db, bg, engine.End{JobID: second, State: engine.JobQueued, Error: "reset"}))
 	_, err = db.Start(bg, second, "2.part")
 	require.NoError(t, err) // its second attempt
 	require.NoError(t, db.Note(active, engine.Resume{Part: "a.part", Bytes: 42, Size: 100, ETag: `"e"`, Name: "a.bin"}))
@@ -842,13 +842,13 @@ func TestCounts_U1_TriggersCountEveryTransition(t *testing.T) {
 	require.ErrorIs(t, err, engine.ErrPartTaken)
 	check("refused start", map[string]engine.Counts{"a.example": {Queued: 2, Active: 1}, "b.example": {Active: 1}})
 
-	require.NoError(t, db.Finish(bg, engine.End{JobID: a[0], State: engine.JobQueued, GiveBack: true}))
+	require.NoError(t, finish(db, bg, engine.End{JobID: a[0], State: engine.JobQueued, GiveBack: true}))
 	check("retry", map[string]engine.Counts{"a.example": {Queued: 3}, "b.example": {Active: 1}})
-	require.NoError(t, db.Finish(bg, engine.End{JobID: b[0], State: engine.JobDone, File: "b"}))
+	require.NoError(t, finish(db, bg, engine.End{JobID: b[0], State: engine.JobDone, File: "b"}))
 	check("done", map[string]engine.Counts{"a.example": {Queued: 3}, "b.example": {Done: 1}})
 	_, err = db.Start(bg, a[0], "")
 	require.NoError(t, err)
-	require.NoError(t, db.Finish(bg, engine.End{JobID: a[0], State: engine.JobFailed, Error: "gone"}))
+	require.NoError(t, finish(db, bg, engine.End{JobID: a[0], State: engine.JobFailed, Error: "gone"}))
 	check("failed", map[string]engine.Counts{"a.example": {Queued: 2, Failed: 1}, "b.example": {Done: 1}})
 
 	_, err = db.SetState(bg, []int64{a[1]}, pausable, engine.JobPaused)
@@ -873,7 +873,7 @@ func TestCounts_U1_TriggersCountEveryTransition(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.SetState(bg, []int64{a[0]}, pausable, engine.JobPaused)
 	require.NoError(t, err)
-	require.ErrorIs(t, db.Finish(bg, engine.End{JobID: a[0], State: engine.JobDone}), engine.ErrNotQueued)
+	require.ErrorIs(t, finish(db, bg, engine.End{JobID: a[0], State: engine.JobDone}), engine.ErrNotQueued)
 	check("finish of a paused job", map[string]engine.Counts{"a.example": {Queued: 1, Paused: 1, Skipped: 1}, "b.example": {Queued: 2}})
 
 	_, err = db.Start(bg, b[0], "")
@@ -924,7 +924,7 @@ func TestCounts_U1_SameTransactionAsTheTransition(t *testing.T) {
 				_, err := db.Start(bg, id, "")
 				assert.NoError(t, err)
 			case 1:
-				assert.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobFailed}))
+				assert.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobFailed}))
 			case 2:
 				_, err := db.SetState(bg, []int64{id}, retryable, engine.JobQueued)
 				assert.NoError(t, err)
@@ -964,7 +964,7 @@ func TestWriter_S5_BackgroundWriteLandsWithTheNextWaitedOne(t *testing.T) {
 	db, path := openTest(t)
 	id := jobIn(t, db, "https://a.example/1", engine.JobActive)
 	require.NoError(t, db.RecordAttempt(*row(id, "redirect", 301)))
-	require.NoError(t, db.Finish(bg, engine.End{JobID: id, State: engine.JobFailed, Attempt: row(id, "failed", 410),
+	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobFailed, Attempt: row(id, "failed", 410),
 		Error: "gone", Status: 410}))
 	var n int
 	require.NoError(t, rawOpenRO(t, path).QueryRow(`SELECT count(*) FROM attempts WHERE job_id = ?`, id).Scan(&n))

@@ -48,7 +48,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					err = db.Finish(bg, engine.End{JobID: id, State: engine.JobDone, File: part[:len(part)-5],
+					err = finish(db, bg, engine.End{JobID: id, State: engine.JobDone, File: part[:len(part)-5],
 						SHA256: "4f3c0d8a6f9d2e1b4f3c0d8a6f9d2e1b4f3c0d8a6f9d2e1b4f3c0d8a6f9d2e1b", Status: 200,
 						Resume: engine.Resume{Part: part, Bytes: 1024, Size: 1024},
 						Attempt: &engine.Attempt{JobID: id, URL: j.URL, Host: j.Host, Attempt: 1, StartedAt: time.Now(),

@@ -429,5 +429,5 @@ func TestLoadMigrations_S1_NumberedWithoutGaps(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
-	assert.Len(t, migrations, 9, "the embedded migrations load")
+	assert.Len(t, migrations, 10, "the embedded migrations load")
 }

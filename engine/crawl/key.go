@@ -1,15 +1,10 @@
 package crawl
 
 import (
-	"errors"
-	"fmt"
+	"heed/engine/fetch"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
-	"unicode/utf8"
-
-	"golang.org/x/net/idna"
 )
 
 // Key returns the de-duplication key of u (W3): the crawl runs one job per
@@ -206,65 +201,21 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// hostProfile converts a host name to lower-case punycode. It is the IDNA
-// Lookup profile without the strict STD3 check, the profile of Heed's host
-// keys (engine/fetch), so that the host part of a Key is the host key.
-var hostProfile = idna.New(
-	idna.MapForLookup(),
-	idna.Transitional(false),
-	idna.BidiRule(),
-)
+// hostKeyOf is the host key of u (SPEC §1), as Heed's fetcher keys hosts:
+// the host part of a Key is the host key.
+func hostKeyOf(u *url.URL) (string, error) { return fetch.HostKeyOf(u) }
 
-// canonHost returns the canonical host name of u (lower-case punycode
-// without trailing dots, or a canonical IP address, IPv6 without brackets)
-// and its port, "" when absent or the scheme's default.
-func canonHost(u *url.URL) (name, port string, err error) {
-	host := u.Hostname()
-	if host == "" {
-		return "", "", errors.New("no host")
-	}
-	port = u.Port()
-	if port != "" {
-		p, err := strconv.ParseUint(port, 10, 16)
-		if err != nil {
-			return "", "", fmt.Errorf("port %q is not a number 0…65535", port)
-		}
-		port = strconv.FormatUint(p, 10)
-		if port == defaultPort(u.Scheme) {
-			port = ""
-		}
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.String(), port, nil
-	}
-	if !utf8.ValidString(host) {
-		return "", "", fmt.Errorf("invalid host name %q: not UTF-8", host)
-	}
-	a, err := hostProfile.ToASCII(host)
+// hostName is the name part of u's host key, without its port (an IPv6
+// address without brackets); "" when u has no host key.
+func hostName(u *url.URL) string {
+	k, err := fetch.HostKeyOf(u)
 	if err != nil {
-		return "", "", fmt.Errorf("invalid host name %q: %w", host, err)
+		return ""
 	}
-	name = lowerASCII(strings.TrimRight(a, "."))
-	if name == "" {
-		return "", "", fmt.Errorf("invalid host name %q", host)
+	if h, _, err := net.SplitHostPort(k); err == nil {
+		k = h
 	}
-	return name, port, nil
-}
-
-// hostKeyOf is the host key of u (SPEC §1): canonHost joined as
-// "name[:port]", IPv6 in brackets.
-func hostKeyOf(u *url.URL) (string, error) {
-	name, port, err := canonHost(u)
-	if err != nil {
-		return "", err
-	}
-	if strings.Contains(name, ":") {
-		name = "[" + name + "]"
-	}
-	if port == "" {
-		return name, nil
-	}
-	return name + ":" + port, nil
+	return strings.Trim(k, "[]")
 }
 
 // hostCache remembers host keys by scheme and host, for the many links of

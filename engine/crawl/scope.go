@@ -119,7 +119,7 @@ func NewScope(mode Mode, seeds []*url.URL, include, exclude []string) (*Scope, e
 		case ScopeHost:
 			s.hosts[hk] = true
 		case ScopeDomain:
-			name, _, _ := canonHost(u)
+			name := hostName(u)
 			s.hosts[domainOf(name)] = true
 		case ScopePrefix:
 			p := keyPath(u)
@@ -177,7 +177,7 @@ func (s *Scope) Allows(u *url.URL) (ok bool, why string) {
 	}
 	hk, err := hostKeyOf(u)
 	if err != nil {
-		return false, "invalid host: " + err.Error()
+		return false, "invalid host: " + strings.TrimPrefix(err.Error(), "host key: ")
 	}
 	if !s.reaches(u, hk) {
 		return false, "out of scope (" + s.mode.String() + ")"
@@ -209,7 +209,7 @@ func (s *Scope) reaches(u *url.URL, hk string) bool {
 	case ScopeHost:
 		return s.hosts[hk]
 	case ScopeDomain:
-		name, _, _ := canonHost(u)
+		name := hostName(u)
 		return s.hosts[domainOf(name)]
 	}
 	p := keyPath(u)

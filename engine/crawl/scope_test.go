@@ -72,7 +72,7 @@ func TestCrawl_W1_HostScope(t *testing.T) {
 		{"other host", "http://example.org/", false, "out of scope (host)"},
 		{"not http", "ftp://example.com/", false, "not an http or https URL"},
 		{"mailto", "mailto:a@example.com", false, "not an http or https URL"},
-		{"bad port", "http://example.com:99999/", false, `invalid host: port "99999" is not a number 0…65535`},
+		{"bad port", "http://example.com:99999/", false, `invalid host: port "99999" of "example.com" is not a number 0…65535`},
 	})
 }
 

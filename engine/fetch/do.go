@@ -71,6 +71,9 @@ type exchange struct {
 	have int64     // bytes in the part file
 	sum  hash.Hash // SHA-256 of the bytes in the part file, once streaming
 
+	// memory, when set, takes a 2xx body instead of the part (Get).
+	memory func(*http.Response)
+
 	parent context.Context
 	ctx    context.Context // the request's context
 	cancel context.CancelCauseFunc
@@ -141,6 +144,8 @@ func (a *exchange) run(parent context.Context) {
 	case isRedirect(code):
 		a.drain(resp.Body)
 		a.redirect(resp)
+	case code >= 200 && code < 300 && a.memory != nil:
+		a.memory(resp)
 	case code == http.StatusRequestedRangeNotSatisfiable && resuming:
 		a.rangeNotSatisfiable(resp)
 	case code == http.StatusPartialContent && resuming:

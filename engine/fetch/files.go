@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 )
@@ -127,7 +128,7 @@ func (f *Fetcher) PartFor(userURL *url.URL, taken func(string) bool) string {
 // that taken (when set) does not refuse: the final name a finished download
 // is recorded with before its part takes it.
 func (f *Fetcher) FreeName(base string, taken func(string) bool) (string, error) {
-	if sanitize(base) != base {
+	if !safePath(base) {
 		return "", fmt.Errorf("file name %q: %w", base, errConfined)
 	}
 	return f.free(base, "", taken)
@@ -141,7 +142,19 @@ func (f *Fetcher) createFile(part string) (*os.File, error) {
 	if !isPartName(part) {
 		return nil, fmt.Errorf("part name %q: %w", part, errConfined)
 	}
-	return f.root.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if err := f.realDirs(part); err != nil {
+		return nil, err
+	}
+	file, err := f.root.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if dir := path.Dir(part); errors.Is(err, fs.ErrNotExist) && dir != "." {
+		// A crawl's folder, removed since its part was chosen (PruneDirs
+		// of a file not fetched): made again, inside the root.
+		if err := f.root.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		file, err = f.root.OpenFile(part, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	}
+	return file, err
 }
 
 // openPart opens an existing part file for resuming. It refuses anything but
@@ -152,6 +165,9 @@ func (f *Fetcher) createFile(part string) (*os.File, error) {
 func (f *Fetcher) openPart(name string) (*os.File, int64, error) {
 	if !isPartName(name) {
 		return nil, 0, fmt.Errorf("part name %q: %w", name, errConfined)
+	}
+	if err := f.realDirs(name); err != nil {
+		return nil, 0, err
 	}
 	before, err := f.root.Lstat(name)
 	if err != nil {
@@ -176,11 +192,54 @@ func (f *Fetcher) openPart(name string) (*os.File, int64, error) {
 	return file, after.Size(), nil
 }
 
-// isPartName reports whether name is a single safe component ending in
-// ".part", as PartFor makes them.
+// isPartName reports whether name is a safe path (see safePath) ending in
+// ".part", as PartFor and TreePartFor make them.
 func isPartName(name string) bool {
 	base, ok := strings.CutSuffix(name, partSuffix)
-	return ok && base != "" && sanitize(base) == base
+	return ok && safePath(base)
+}
+
+// safePath reports whether name is one safe component, or several joined by
+// "/" (a crawl's tree, W9), each safe (F1, F2): nothing in it can lead out
+// of the download folder.
+func safePath(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i, c := range strings.Split(name, "/") {
+		if c == "" || sanitize(c) != c && (i > 0 || !hostDirOK(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// hostDir is the folder a crawl keeps a host's files in (W9): its host key
+// as it is ("127.0.0.1:8080", "[::1]:8080"), as wget names it on Linux; on
+// Windows, where ":" cannot be in a name, "127.0.0.1+8080". A host key that
+// would not be a safe name otherwise is cleaned as any name is.
+func hostDir(u *url.URL) string {
+	host, err := HostKeyOf(u)
+	if err != nil {
+		return "unknown-host"
+	}
+	if runtime.GOOS == "windows" {
+		host = strings.ReplaceAll(host, ":", "+")
+	}
+	if sanitize(host) == host || hostDirOK(host) {
+		return host
+	}
+	return SafeName(strings.ReplaceAll(host, ":", "+"))
+}
+
+// hostDirOK reports whether c is safe as the first component of a tree
+// path, where a host folder may hold ":" on systems that allow it.
+func hostDirOK(c string) bool {
+	if runtime.GOOS == "windows" {
+		return false
+	}
+	alt := strings.ReplaceAll(c, ":", "+")
+	return alt != c && sanitize(alt) == alt
 }
 
 // Rename gives a complete, synced part its final name (F3, F4) in one step
@@ -190,10 +249,23 @@ func isPartName(name string) bool {
 // no links either, an O_EXCL placeholder reserves final and the part is
 // renamed over it.
 func (f *Fetcher) Rename(part, final string) error {
-	if !isPartName(part) || sanitize(final) != final || f.keep[strings.ToLower(final)] {
+	dir, base := path.Split(final)
+	pdir, pbase := path.Split(part)
+	if !isPartName(part) || !safePath(final) || f.keep[strings.ToLower(final)] || dir != pdir {
 		return fmt.Errorf("rename %q to %q: %w", part, final, errConfined)
 	}
-	err := renameNoReplace(f.dir, part, final)
+	d := f.dir
+	if dir != "" {
+		// The folder the two are in, opened through the root, so that the
+		// rename happens there whatever its path leads through (F1).
+		sub, err := f.root.Open(strings.TrimSuffix(dir, "/"))
+		if err != nil {
+			return err
+		}
+		defer sub.Close()
+		d = sub
+	}
+	err := renameNoReplace(d, pbase, base)
 	if !errors.Is(err, errNoRename) {
 		return err
 	}
@@ -267,3 +339,136 @@ func keptNames(dir *os.File, paths []string) map[string]bool {
 // errNoRename says the system cannot rename without replacing; Rename then
 // links the part to its final name and removes the part.
 var errNoRename = errors.New("rename without replace is not supported here")
+
+// TreePath is where a crawl saves the file of u (W9): HOST/PATH, HOST the
+// host key as it is (":" becomes "+" on Windows), each PATH component
+// cleaned as F2 cleans a name, dot-segments resolved, "index.html" for a
+// path ending in "/", a query folded into the last name. Nothing in it can
+// lead out of the folder (F1).
+func TreePath(u *url.URL) string {
+	host := hostDir(u)
+	parts := []string{host}
+	p := path.Clean("/" + u.EscapedPath())
+	segs := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for _, s := range segs {
+		if dec, err := url.PathUnescape(s); err == nil {
+			s = dec
+		}
+		s = strings.ReplaceAll(s, "/", "_") // an escaped "/" stays inside its segment
+		s = strings.ReplaceAll(s, "\\", "_")
+		if c := sanitize(s); c != "" {
+			parts = append(parts, c)
+		}
+	}
+	last := ""
+	if strings.HasSuffix(u.EscapedPath(), "/") || len(parts) == 1 {
+		last = fallbackName
+	} else {
+		last, parts = parts[len(parts)-1], parts[:len(parts)-1]
+	}
+	if q := u.RawQuery; q != "" {
+		if dec, err := url.QueryUnescape(q); err == nil {
+			q = dec
+		}
+		q = strings.NewReplacer("/", "_", "\\", "_").Replace(q) // the query stays inside the name
+		last = SafeName(last + "?" + q)
+	}
+	return strings.Join(append(parts, last), "/")
+}
+
+// TreePartFor returns a free part name for the crawl file at tree (a
+// TreePath), which taken does not refuse, with the folders it needs made: a
+// folder whose name a file has takes the next free name (F3).
+func (f *Fetcher) TreePartFor(tree string, taken func(string) bool) (string, error) {
+	dir, base := path.Split(tree)
+	dir, err := f.ensureDir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		return "", err
+	}
+	if dir != "" {
+		base = dir + "/" + base
+	}
+	return f.free(base, partSuffix, taken)
+}
+
+// ensureDir makes the folders of dir (a safe path) inside the download
+// folder, and returns the path they have: a component something other than
+// a folder has takes the first of its free names (F3) instead.
+func (f *Fetcher) ensureDir(dir string) (string, error) {
+	if dir == "" {
+		return "", nil
+	}
+	if !safePath(dir) {
+		return "", fmt.Errorf("folder %q: %w", dir, errConfined)
+	}
+	made := ""
+	for _, c := range strings.Split(dir, "/") {
+		var use string
+		candidatesFrom(c, 0, func(cand string, _ int) bool {
+			p := cand
+			if made != "" {
+				p = made + "/" + cand
+			}
+			st, err := f.root.Lstat(p)
+			switch {
+			case err == nil && st.IsDir():
+				use = p
+			case errors.Is(err, fs.ErrNotExist):
+				if f.root.Mkdir(p, 0o755) == nil || isDir(f.root, p) {
+					use = p
+				}
+			}
+			return use == ""
+		})
+		if use == "" {
+			return "", fmt.Errorf("no folder free for %q in %q", c, made)
+		}
+		made = use
+	}
+	return made, nil
+}
+
+func isDir(r *os.Root, p string) bool {
+	st, err := r.Lstat(p)
+	return err == nil && st.IsDir()
+}
+
+// Open opens a file in the download folder for reading, through the root:
+// a crawl reads its pages' links from their synced parts (W2).
+func (f *Fetcher) Open(name string) (*os.File, error) {
+	if !safePath(name) {
+		return nil, fmt.Errorf("open %q: %w", name, errConfined)
+	}
+	return f.root.Open(name)
+}
+
+// PruneDirs removes the folders of name, from the innermost out, while they
+// are empty: the folders chosen for a crawl's file that is not fetched.
+func (f *Fetcher) PruneDirs(name string) {
+	if !safePath(name) {
+		return
+	}
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if f.root.Remove(dir) != nil {
+			return
+		}
+	}
+}
+
+// realDirs refuses a path (of a crawl's tree) any of whose folders is
+// there as something other than a real folder: a symlinked subfolder is
+// never written through (RELIABILITY A10). Folders not there yet pass.
+func (f *Fetcher) realDirs(name string) error {
+	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		st, err := f.root.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case err != nil:
+			return err
+		case !st.IsDir():
+			return fmt.Errorf("folder %q is not a real folder: %w", dir, errConfined)
+		}
+	}
+	return nil
+}
