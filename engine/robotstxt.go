@@ -47,11 +47,11 @@ type hostRobots struct {
 
 // robotsAnswer is what an attempt does about its host's robots.txt.
 type robotsAnswer struct {
-	rules *robots.Rules      // the rules in force; nil with fetch or wait
-	fetch bool               // this attempt fetches the file, and calls done after
-	wait  <-chan struct{}    // another attempt fetches it: wait, then ask again
-	until time.Time          // the file is unreachable and no copy stands in: nothing but it is fetched until then
-	why   string             // with until: how the fetch failed
+	rules *robots.Rules   // the rules in force; nil with fetch or wait
+	fetch bool            // this attempt fetches the file, and calls done after
+	wait  <-chan struct{} // another attempt fetches it: wait, then ask again
+	until time.Time       // the file is unreachable and no copy stands in: nothing but it is fetched until then
+	why   string          // with until: how the fetch failed
 }
 
 func (c *robotsCache) entry(host string) *hostRobots {

@@ -73,7 +73,7 @@ type HostSnapshot struct {
 	// spacing (W5); 0 when none.
 	CrawlDelay time.Duration
 	Waiting    WaitReason
-	NextDue      time.Time // when it may dispatch; zero when only an event helps
+	NextDue    time.Time // when it may dispatch; zero when only an event helps
 }
 
 // Stats are the global figures (L1, L2).

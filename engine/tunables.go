@@ -57,21 +57,21 @@ type Tunables struct {
 
 // Bounds of the tunables (SPEC §2–§4).
 const (
-	MinRatePerMin      = 0.01
-	MaxRatePerMin      = 600000
-	MaxBurst           = 10000
-	MaxMaxInflight     = 256
-	MaxJitter          = 600000 * time.Millisecond
-	MinBackoffBase     = time.Millisecond
-	MaxDecayAfter      = 1000
-	MinMaxRetryAfter   = time.Second
-	MinMaxCrawlDelay   = time.Second
+	MinRatePerMin    = 0.01
+	MaxRatePerMin    = 600000
+	MaxBurst         = 10000
+	MaxMaxInflight   = 256
+	MaxJitter        = 600000 * time.Millisecond
+	MinBackoffBase   = time.Millisecond
+	MaxDecayAfter    = 1000
+	MinMaxRetryAfter = time.Second
+	MinMaxCrawlDelay = time.Second
 	// DefaultMaxCrawlDelay is max_crawl_delay_s's default (W5).
 	DefaultMaxCrawlDelay = 60 * time.Second
-	MaxFailThreshold   = 255
-	MinRecoveryTimeout = time.Millisecond
-	MaxRecoveryTimeout = 86400000 * time.Millisecond
-	MaxRetryAttempts   = 255
+	MaxFailThreshold     = 255
+	MinRecoveryTimeout   = time.Millisecond
+	MaxRecoveryTimeout   = 86400000 * time.Millisecond
+	MaxRetryAttempts     = 255
 )
 
 // DefaultTunables returns the defaults of SPEC §2–§4: 60 requests a minute,
