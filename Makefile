@@ -90,9 +90,11 @@ bench: deps
 	@echo "removing the profiled runs' downloads ($$(du -sh $(BENCH_TMP)/profiles 2>/dev/null | cut -f1)); the profiles stay in $(BENCH_TMP)"
 	rm -rf $(BENCH_TMP)/profiles $(BENCH_TMP)/gotmp
 
-# screenshot runs `heed demo` on a virtual display and saves shots/heed-hosts.png,
-# shots/heed-edit.png and shots/heed-paste.png (about a minute); copy them to
-# docs/ to update the README's pictures.
+# screenshot runs `heed demo` on a virtual display and saves in shots/ the hosts
+# view at 1240×760 and 900×600 (heed-hosts.png, heed-hosts-small.png), the jobs
+# view with a running download (heed-jobs.png), a host's settings form
+# (heed-edit.png) and the Add URLs dialog (heed-paste.png), in about two
+# minutes; copy them to docs/ to update the README's pictures.
 screenshot: build
 	$(call apt_install,$(SHOT_PKGS))
 	mkdir -p shots

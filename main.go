@@ -161,7 +161,8 @@ func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) in
 			return cli.ExitUnusable
 		}
 	}
-	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed})
+	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed,
+		HostLabels: o.Labels})
 	stopped := make(chan error, 1)
 	go func() {
 		err := eng.Run(ctx)

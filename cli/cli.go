@@ -57,6 +57,9 @@ type Env struct {
 type WindowOptions struct {
 	DB, Dir string
 	URLs    []string
+	// Labels name hosts in the window beside their address (the demo's
+	// "throttling" for 127.0.0.3:41234), by host key.
+	Labels map[string]string
 }
 
 // Main runs the command line args (without the program's name) and

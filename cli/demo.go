@@ -94,7 +94,11 @@ func runDemo(ctx context.Context, env Env, c *common, files int, headless bool) 
 	}
 	defer d.Close()
 	if window {
-		return env.Window(ctx, WindowOptions{DB: d.DB, Dir: d.Dir, URLs: d.URLs})
+		labels := map[string]string{}
+		for _, h := range d.Server.Hosts() {
+			labels[h.Addr] = h.Name
+		}
+		return env.Window(ctx, WindowOptions{DB: d.DB, Dir: d.Dir, URLs: d.URLs, Labels: labels})
 	}
 	env.Stdin = strings.NewReader(strings.Join(d.URLs, "\n"))
 	o := &queueOpts{input: "-", workers: 16, tunables: registerTunables(pflag.NewFlagSet("demo", pflag.ContinueOnError), true)}

@@ -2,16 +2,22 @@
 # screenshot.sh BIN OUTDIR: runs `heed demo` (five loopback demo hosts:
 # healthy, throttling, flaky, slow, dropping) on a private virtual display
 # and saves, in OUTDIR:
-#   heed-hosts.png  the main window, the most throttled host selected
-#   heed-edit.png   that host's settings form
-#   heed-paste.png  the Add URLs dialog after a paste with a duplicate and
-#                   rejected lines
-# Each shot is a fresh demo run with a throwaway database and download
-# folder, so a person's own queue is never touched. The window drives
-# itself through HEED_SCREENSHOT_OPEN (see ui.ScreenshotEnv): ten seconds
-# after it opens it selects the host or opens the dialog; the shot is taken
-# at SHOT_WAIT seconds (default 16; 40 for the hosts shot, so that the chart
-# has filled and the flaky host has backed off far).
+#   heed-hosts.png        the hosts view at 1240 × 760: the throttling host
+#                         selected (its chart and timeline), the flaky one
+#                         backing off, one host paused and one host's breaker
+#                         tripped
+#   heed-hosts-small.png  the same at 900 × 600
+#   heed-jobs.png         the jobs view with a running download selected,
+#                         showing its time left
+#   heed-edit.png         the throttling host's settings form
+#   heed-paste.png        the Add URLs dialog after a paste with a duplicate,
+#                         a line of prose, rejected lines and a URL already
+#                         downloaded
+# Each shot is a fresh demo run with a throwaway database, download folder
+# and preferences, so a person's own queue and window are never touched. The
+# window drives itself through HEED_SCREENSHOT_OPEN (see ui.ScreenshotEnv)
+# and prints HEED_SCREENSHOT_READY once it shows what was asked; the shot is
+# taken then (at most SHOT_WAIT seconds after the start, default 90).
 set -euo pipefail
 bin=$1 out=$2
 tmp=$(mktemp -d)
@@ -23,15 +29,22 @@ app=
 trap 'kill $app "$xvfb" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 sleep 1
 
-shoot() { # shoot NAME WHAT [SECONDS]
-	local name=$1 what=$2 wait=${3:-${SHOT_WAIT:-16}} run="$tmp/$1"
-	mkdir -p "$run"
-	HEED_SCREENSHOT_OPEN=$what DISPLAY=$display "$bin" demo --db "$run/heed.db" --dir "$run/downloads" \
-		>"$run/heed.log" 2>&1 &
+shoot() { # shoot NAME WHAT WIDTHxHEIGHT
+	local name=$1 what=$2 size=$3 run="$tmp/$1" waited=0
+	mkdir -p "$run/config"
+	: >"$run/heed.log"
+	HEED_SCREENSHOT_OPEN="$what@$size" XDG_CONFIG_HOME="$run/config" DISPLAY=$display \
+		"$bin" demo --db "$run/heed.db" --dir "$run/downloads" >"$run/heed.log" 2>&1 &
 	app=$!
-	sleep "$wait"
-	kill -0 "$app" || { echo "heed exited early:"; cat "$run/heed.log"; exit 1; }
-	DISPLAY=$display import -window root -crop 1240x760+0+0 +repage "$out/$name.png"
+	until grep -q HEED_SCREENSHOT_READY "$run/heed.log"; do
+		kill -0 "$app" 2>/dev/null || { echo "heed exited early:"; cat "$run/heed.log"; exit 1; }
+		if (( waited >= ${SHOT_WAIT:-90} * 4 )); then
+			echo "the window did not say it was ready for $name in ${SHOT_WAIT:-90} s:"; cat "$run/heed.log"; exit 1
+		fi
+		sleep 0.25
+		waited=$(( waited + 1 ))
+	done
+	DISPLAY=$display import -window root -crop "${size}+0+0" +repage "$out/$name.png"
 	kill "$app"
 	wait "$app" 2>/dev/null || true
 	app=
@@ -41,6 +54,8 @@ shoot() { # shoot NAME WHAT [SECONDS]
 	echo "saved $out/$name.png"
 }
 
-shoot heed-hosts select 40
-shoot heed-edit edit
-shoot heed-paste paste
+shoot heed-hosts hosts 1240x760
+shoot heed-hosts-small hosts 900x600
+shoot heed-jobs jobs 1240x760
+shoot heed-edit edit 1240x760
+shoot heed-paste paste 1240x760

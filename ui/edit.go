@@ -27,11 +27,11 @@ type tunableField struct {
 
 func durField(name, label, hint string, p func(t *engine.Tunables) *time.Duration) tunableField {
 	return tunableField{name: name, label: label, hint: hint,
-		get: func(t *engine.Tunables) string { return p(t).String() },
+		get: func(t *engine.Tunables) string { return fmtSetting(*p(t)) },
 		set: func(t *engine.Tunables, s string) error {
-			d, err := time.ParseDuration(strings.TrimSpace(s))
+			d, err := parseSetting(s)
 			if err != nil {
-				return fmt.Errorf("%s: %q is not a duration like 250ms, 30s or 2m", name, s)
+				return fmt.Errorf("%s: %v", name, err)
 			}
 			*p(t) = d
 			return nil
@@ -54,7 +54,7 @@ func intField(name, label, hint string, p func(t *engine.Tunables) *int) tunable
 // tunableFields covers every tunable of SPEC §2–§4 that is typed in; the
 // retry strategy and jitter are a select and a check box.
 var tunableFields = []tunableField{
-	{name: "rate_per_min", label: "Rate (requests/min)", hint: "0.01 … 600000",
+	{name: "rate_per_min", label: "Rate (requests per minute)", hint: "0.01 … 600000 requests a minute to this host",
 		get: func(t *engine.Tunables) string { return strconv.FormatFloat(t.RatePerMin, 'g', -1, 64) },
 		set: func(t *engine.Tunables, s string) error {
 			f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
@@ -64,13 +64,13 @@ var tunableFields = []tunableField{
 			t.RatePerMin = f
 			return nil
 		}},
-	intField("burst", "Burst", "1 … 10000 requests back to back", func(t *engine.Tunables) *int { return &t.Burst }),
-	intField("max_inflight", "Max in flight", "1 … 256", func(t *engine.Tunables) *int { return &t.MaxInflight }),
-	durField("jitter_min", "Jitter min", "0 … 10m, e.g. 0s", func(t *engine.Tunables) *time.Duration { return &t.JitterMin }),
-	durField("jitter_max", "Jitter max", "raised to jitter min if below", func(t *engine.Tunables) *time.Duration { return &t.JitterMax }),
-	durField("backoff_base", "Backoff base", "≥ 1ms, e.g. 1s", func(t *engine.Tunables) *time.Duration { return &t.BackoffBase }),
-	durField("backoff_max", "Backoff max", "≥ backoff base, e.g. 1m", func(t *engine.Tunables) *time.Duration { return &t.BackoffMax }),
-	intField("decay_after", "Decay after (successes)", "1 … 1000", func(t *engine.Tunables) *int { return &t.DecayAfter }),
+	intField("burst", "Burst", "1 … 10000 requests back to back (its tokens)", func(t *engine.Tunables) *int { return &t.Burst }),
+	intField("max_inflight", "Max in flight", "1 … 256 requests at once", func(t *engine.Tunables) *int { return &t.MaxInflight }),
+	durField("jitter_min", "Spacing min", "a random pause between requests, 0 s … 10 min", func(t *engine.Tunables) *time.Duration { return &t.JitterMin }),
+	durField("jitter_max", "Spacing max", "e.g. 250 ms; raised to the min if below", func(t *engine.Tunables) *time.Duration { return &t.JitterMax }),
+	durField("backoff_base", "Backoff base", "first wait after a 429 or 503, e.g. 1 s; it doubles", func(t *engine.Tunables) *time.Duration { return &t.BackoffBase }),
+	durField("backoff_max", "Backoff max", "the longest such wait, e.g. 1 min", func(t *engine.Tunables) *time.Duration { return &t.BackoffMax }),
+	intField("decay_after", "Decay after (successes)", "1 … 1000 good answers in a row undo a doubling", func(t *engine.Tunables) *int { return &t.DecayAfter }),
 	{name: "throttle_statuses", label: "Throttle statuses", hint: "4xx/5xx, comma separated",
 		get: func(t *engine.Tunables) string {
 			s := make([]string, len(t.ThrottleStatuses))
@@ -90,12 +90,12 @@ var tunableFields = []tunableField{
 			}
 			return nil
 		}},
-	durField("max_retry_after", "Max Retry-After", "≥ 1s; longer pauses the host", func(t *engine.Tunables) *time.Duration { return &t.MaxRetryAfter }),
-	intField("failure_threshold", "Breaker: failures to open", "1 … 255 in a row", func(t *engine.Tunables) *int { return &t.FailureThreshold }),
-	durField("recovery_timeout", "Breaker: recovery timeout", "1ms … 24h before half-open", func(t *engine.Tunables) *time.Duration { return &t.RecoveryTimeout }),
-	intField("retry.max_attempts", "Retry: max attempts", "1 … 255", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),
-	durField("retry.base", "Retry: base delay", "≥ 0, e.g. 2s", func(t *engine.Tunables) *time.Duration { return &t.Retry.Base }),
-	durField("retry.max", "Retry: max delay", "0 = no cap", func(t *engine.Tunables) *time.Duration { return &t.Retry.Max }),
+	durField("max_retry_after", "Max Retry-After", "at least 1 s; asked for longer, the host pauses", func(t *engine.Tunables) *time.Duration { return &t.MaxRetryAfter }),
+	intField("failure_threshold", "Breaker: failures to open", "1 … 255 failures in a row stop requests", func(t *engine.Tunables) *int { return &t.FailureThreshold }),
+	durField("recovery_timeout", "Breaker: wait before probing", "1 ms … 24 h, then one request probes", func(t *engine.Tunables) *time.Duration { return &t.RecoveryTimeout }),
+	intField("retry.max_attempts", "Retry: max attempts", "1 … 255 tries per URL (throttled ones are free)", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),
+	durField("retry.base", "Retry: base delay", "the wait before the second try, e.g. 2 s", func(t *engine.Tunables) *time.Duration { return &t.Retry.Base }),
+	durField("retry.max", "Retry: max delay", "the longest wait between tries (0 s: no cap)", func(t *engine.Tunables) *time.Duration { return &t.Retry.Max }),
 }
 
 // tunablesForm edits a full engine.Tunables (U3, U7). Save refuses any

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"image/color"
 	"strconv"
 	"strings"
@@ -19,176 +20,166 @@ import (
 // paging with HistoryQuery.BeforeID).
 const historyPage = 200
 
-var historyColumns = []struct {
-	title string
-	width float32
-}{
-	{"Started", 150}, {"Host", 160}, {"URL", 300}, {"Try", 45}, {"Status", 60}, {"Outcome", 95},
-	{"Took", 70}, {"Bytes", 90}, {"Level", 50}, {"Breaker", 85}, {"Error", 300},
+// Columns of the History tab.
+const (
+	hcStarted = iota
+	hcHost
+	hcURL
+	hcTry
+	hcStatus
+	hcOutcome
+	hcTook
+	hcBytes
+	hcLevel
+	hcBreaker
+	hcError
+)
+
+var historyColumns = []column{
+	hcStarted: {title: "Started", width: 104, min: 96},
+	hcHost:    {title: "Host", width: 110, min: 90},
+	hcURL:     {title: "URL", width: 250, min: 170},
+	hcTry:     {title: "Try", width: 130, min: 70},
+	hcStatus:  {title: "Status", width: 56, min: 52},
+	hcOutcome: {title: "Outcome", width: 84, min: 76},
+	hcTook:    {title: "Took", width: 66, min: 60},
+	hcBytes:   {title: "Bytes", width: 80, min: 70},
+	hcLevel:   {title: "Level", width: 48, min: 46},
+	hcBreaker: {title: "Breaker", width: 74, min: 70},
+	hcError:   {title: "Error", width: 240, min: 200, grow: 1},
 }
 
 // historyView is the History tab (U6): every attempt from the database,
 // newest first, filtered by host and outcome, exportable as CSV.
 type historyView struct {
 	w       *Window
-	table   *widget.Table
-	rows    []engine.Attempt
+	pt      *pagedTable[engine.Attempt]
 	host    *widget.Entry
 	outcome *widget.Select
-	info    *widget.Label
-	newer   *widget.Button
-	older   *widget.Button
 	export  *widget.Button
-	pages   []int64 // BeforeID of each page before the current one
-	before  int64
-	loading bool
+	note    *widget.Label // where an export went
 	content fyne.CanvasObject
 }
 
 func newHistoryView(w *Window) *historyView {
 	hv := &historyView{w: w}
-	hv.table = widget.NewTable(func() (int, int) { return len(hv.rows), len(historyColumns) },
-		func() fyne.CanvasObject { return newCell() }, hv.updateCell)
-	hv.table.ShowHeaderRow = true
-	hv.table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
-	hv.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
-		l := o.(*widget.Label)
-		l.TextStyle.Bold = true
-		if id.Col >= 0 && id.Col < len(historyColumns) {
-			l.SetText(historyColumns[id.Col].title)
-		} else {
-			l.SetText("")
-		}
-	}
-	for i, c := range historyColumns {
-		hv.table.SetColumnWidth(i, c.width)
-	}
+	hv.pt = newPagedTable(w, "attempts", historyPage, historyColumns, func(a *engine.Attempt) int64 { return a.ID }, hv.updateCell)
+	hv.pt.query = hv.query
+	hv.pt.setEmpty("No requests yet: every request Heed makes is listed here, newest first.")
 	hv.host = widget.NewEntry()
 	hv.host.SetPlaceHolder("host filter, e.g. example.com (Enter)")
-	hv.host.OnSubmitted = func(string) { hv.firstPage() }
-	hv.outcome = widget.NewSelect(append([]string{"any"}, engine.Outcomes...), nil)
+	hv.host.OnSubmitted = func(string) { hv.pt.firstPage() }
+	outcomes := []string{"any"}
+	for _, o := range engine.Outcomes {
+		outcomes = append(outcomes, outcomeWords(o))
+	}
+	hv.outcome = widget.NewSelect(outcomes, nil)
 	hv.outcome.SetSelected("any")
-	hv.outcome.OnChanged = func(string) { hv.firstPage() }
-	hv.info = widget.NewLabel("")
-	hv.newer = widget.NewButtonWithIcon("Newer", theme.NavigateBackIcon(), hv.newerPage)
-	hv.older = widget.NewButtonWithIcon("Older", theme.NavigateNextIcon(), hv.olderPage)
+	hv.outcome.OnChanged = func(string) { hv.pt.firstPage() }
 	hv.export = widget.NewButtonWithIcon("Export CSV…", theme.DocumentSaveIcon(), hv.onExport)
-	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), hv.reload)
+	hv.note = widget.NewLabel("")
+	hv.note.Truncation = fyne.TextTruncateEllipsis
+	hv.note.Hide()
+	refresh := widget.NewButtonWithIcon("", theme.ViewRefreshIcon(), hv.pt.reload)
 	filters := container.NewBorder(nil, nil,
 		container.NewHBox(widget.NewLabel("Outcome"), hv.outcome),
-		container.NewHBox(refresh, hv.newer, hv.info, hv.older, hv.export), hv.host)
-	hv.content = container.NewBorder(filters, nil, nil, nil, hv.table)
+		container.NewHBox(refresh, hv.pt.nav(), hv.export), hv.host)
+	hv.content = container.NewBorder(filters, hv.note, nil, nil, hv.pt.box)
 	return hv
 }
 
-func (hv *historyView) query() engine.HistoryQuery {
-	q := engine.HistoryQuery{Host: strings.TrimSpace(strings.ToLower(hv.host.Text)), BeforeID: hv.before, Limit: historyPage}
+func (hv *historyView) rows() []engine.Attempt { return hv.pt.rows }
+func (hv *historyView) reload()                { hv.pt.reload() }
+func (hv *historyView) firstPage()             { hv.pt.firstPage() }
+
+func (hv *historyView) filter() engine.HistoryQuery {
+	q := engine.HistoryQuery{Host: strings.TrimSpace(strings.ToLower(hv.host.Text)), Limit: historyPage}
 	if o := hv.outcome.Selected; o != "" && o != "any" {
-		q.Outcome = o
+		q.Outcome = outcomeOf(o)
 	}
 	return q
 }
 
-func (hv *historyView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
-	c := o.(*cell)
-	c.selected = false
-	if id.Row < 0 || id.Row >= len(hv.rows) {
-		c.setText("", false)
-		return
-	}
-	a := &hv.rows[id.Row]
-	switch id.Col {
-	case 0:
-		c.setText(a.StartedAt.Local().Format("01-02 15:04:05.000"), true)
-	case 1:
-		c.setText(a.Host, false)
-	case 2:
-		c.setText(a.URL, false)
-	case 3:
-		c.setText(strconv.Itoa(a.Attempt), false)
-	case 4:
+func (hv *historyView) query(before int64) func(context.Context) ([]engine.Attempt, error) {
+	q := hv.filter()
+	q.BeforeID = before
+	r := hv.w.eng.Reader()
+	return func(ctx context.Context) ([]engine.Attempt, error) { return r.History(ctx, q) }
+}
+
+func (hv *historyView) updateCell(a *engine.Attempt, col int, c *cell) {
+	switch col {
+	case hcStarted:
+		c.setText(fmtStarted(a.StartedAt, time.Now()), true)
+	case hcHost:
+		c.setTexts(say(hv.w.hostName(a.Host), hv.w.opt.HostLabels[a.Host]), false)
+	case hcURL:
+		c.setURL(maskURL(a.URL)) // the engine masks history already; this reads "***"
+	case hcTry:
+		c.setTexts(say(tryText(a), strconv.Itoa(a.Attempt)+" (+"+strconv.Itoa(a.Throttled)+")"), false)
+	case hcStatus:
 		if a.Status == 0 {
 			c.setText("—", true)
 		} else {
 			c.setText(strconv.Itoa(a.Status), false)
 		}
-	case 5:
-		c.setBadge(a.Outcome, outcomeColour(a.Outcome))
-	case 6:
+	case hcOutcome:
+		col, strong := outcomeLook(a.Outcome)
+		if strong {
+			c.setBadge(outcomeWords(a.Outcome), col)
+		} else {
+			c.setSoftBadge(say(outcomeWords(a.Outcome)), col)
+		}
+	case hcTook:
 		c.setText(fmtTook(a.Duration), false)
-	case 7:
+	case hcBytes:
 		c.setText(fmtBytes(a.Bytes), a.Bytes == 0)
-	case 8:
+	case hcLevel:
 		c.setText(strconv.Itoa(a.Level), a.Level == 0)
-	case 9:
+	case hcBreaker:
 		c.setText(a.Breaker.String(), a.Breaker == engine.Closed)
-	case 10:
+	case hcError:
 		txt := a.Error
 		if a.RetryAfter > 0 {
-			txt = "Retry-After " + fmtDur(a.RetryAfter) + " " + txt
+			txt = "server asked to wait " + fmtDur(a.RetryAfter) + " (Retry-After)" + prefixed(" · ", txt)
 		}
 		c.setText(txt, false)
 	}
 }
 
-func outcomeColour(o string) color.NRGBA {
+func prefixed(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}
+
+// outcomeLook is an outcome's colour, the same as the job state or host
+// state it leads to, and whether it needs attention.
+func outcomeLook(o string) (color.NRGBA, bool) {
 	switch o {
 	case "ok":
-		return colRunning
-	case "throttled", "retry":
-		return colWaiting
+		return paintDone, false // the ordinary case: calm
+	case "throttled":
+		return paintBackoff, true
 	case "failed":
-		return colOpen
-	case "redirect", "partial", "restart":
-		return colClosed
+		return paintFailing, true
+	case "retry":
+		return paintFailing, false
+	case "canceled":
+		return paintPaused, false
 	}
-	return colPaused
+	return paintPaused, false // redirect, partial, restart, resent, robots: steps of an attempt
 }
 
-func (hv *historyView) firstPage() {
-	hv.pages, hv.before = nil, 0
-	hv.reload()
-}
-
-func (hv *historyView) olderPage() {
-	if len(hv.rows) < historyPage {
-		return
+// fmtStarted is when an attempt started: the time to the millisecond
+// today, with the date before that.
+func fmtStarted(t, now time.Time) string {
+	t, now = t.Local(), now.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05.000")
 	}
-	hv.pages = append(hv.pages, hv.before)
-	hv.before = hv.rows[len(hv.rows)-1].ID
-	hv.reload()
-}
-
-func (hv *historyView) newerPage() {
-	if len(hv.pages) == 0 {
-		return
-	}
-	hv.before = hv.pages[len(hv.pages)-1]
-	hv.pages = hv.pages[:len(hv.pages)-1]
-	hv.reload()
-}
-
-// reload reads the current page off the Fyne thread.
-func (hv *historyView) reload() {
-	if hv.loading || hv.w.eng == nil {
-		return
-	}
-	hv.loading = true
-	q := hv.query()
-	page := len(hv.pages) + 1
-	hv.w.background(func() {
-		rows, err := hv.w.eng.Reader().History(bgCtx, q)
-		fyne.Do(func() {
-			hv.loading = false
-			if err != nil {
-				hv.info.SetText("cannot read history: " + err.Error())
-				return
-			}
-			hv.rows = rows
-			hv.info.SetText(pageText(page, len(hv.rows), "attempts"))
-			hv.table.Refresh()
-		})
-	})
+	return t.Format("Jan 2 15:04:05")
 }
 
 // onExport saves every attempt the filters select (all pages) as CSV.
@@ -206,7 +197,7 @@ func (hv *historyView) onExport() {
 // exportTo writes every attempt the filters select to wc as CSV, off the
 // Fyne thread, and says where it went (or shows why it could not).
 func (hv *historyView) exportTo(wc fyne.URIWriteCloser) {
-	q := hv.query()
+	q := hv.filter()
 	q.BeforeID, q.Limit = 0, 0
 	hv.w.background(func() {
 		err := engine.WriteHistoryCSV(bgCtx, wc, hv.w.eng.Reader(), q)
@@ -218,13 +209,14 @@ func (hv *historyView) exportTo(wc fyne.URIWriteCloser) {
 				dialog.ShowError(err, hv.w.win)
 				return
 			}
-			hv.info.SetText("exported to " + wc.URI().Path())
+			hv.note.SetText("exported to " + wc.URI().Path())
+			hv.note.Show()
 		})
 	})
 }
 
 // fmtTook shows how long a request took: in milliseconds below a second,
-// where most are (fmtDur's tenths of a second showed them all as 0.0s).
+// where most are.
 func fmtTook(d time.Duration) string {
 	switch {
 	case d < 10*time.Millisecond:

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"image/color"
 	"strconv"
-	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -17,13 +18,14 @@ import (
 	"heed/engine"
 )
 
-// hostColumn is one column of the hosts table (U1): its title, width and
-// the value it sorts by (nil: by host name).
-type hostColumn struct {
-	title string
-	width float32
-	key   func(s *engine.HostSnapshot, counts map[string]engine.Counts) float64
-}
+// resortEvery is the least time between two re-orderings of the hosts
+// table while its values change live: rows that swapped places four times
+// a second could not be read, nor clicked. While the pointer is over the
+// table the order does not change at all.
+const resortEvery = 2 * time.Second
+
+// hostKey is a hosts table column's sort key (nil: by host name).
+type hostKey func(s *engine.HostSnapshot, counts map[string]engine.Counts) float64
 
 // Column indexes of the hosts table.
 const (
@@ -35,37 +37,46 @@ const (
 	colBackoff
 	colBreaker
 	colInflight
-	colJobs
+	colQueued
+	colDone
+	colFailed
 	colLast
 )
 
-var hostColumns = []hostColumn{
-	colAction: {"", 90, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
-		return b2f(s.Paused)
-	}},
-	colHost: {"Host", 190, nil},
-	colState: {"State", 170, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
-		return float64(stateRank(s))
-	}},
-	colTokens: {"Tokens", 100, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
-		return s.Tokens
-	}},
-	colRate: {"Rate", 76, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.RatePerMin }},
-	colBackoff: {"Backoff", 120, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
+// hostColumns are the hosts table's columns (U1); the State column says
+// in words what the host does and takes the spare width.
+var hostColumns = []column{
+	colAction:   {width: 44, min: 40}, // a ⏸ or ▶ button; the toolbar above says it in words
+	colHost:     {title: "Host", width: 150, min: 90},
+	colState:    {title: "State", width: 360, min: 176, grow: 1},
+	colTokens:   {title: "Tokens", width: 70, min: 56},
+	colRate:     {title: "Rate", width: 64, min: 58},
+	colBackoff:  {title: "Backoff", short: "Level", width: 80, min: 60},
+	colBreaker:  {title: "Breaker", width: 130, min: 96},
+	colInflight: {title: "In flight", short: "Active", width: 66, min: 56},
+	colQueued:   {title: "Queued", width: 64, min: 56},
+	colDone:     {title: "Done", width: 54, min: 46},
+	colFailed:   {title: "Failed", width: 58, min: 50},
+	colLast:     {title: "Last", width: 46, min: 40},
+}
+
+var hostKeys = []hostKey{
+	colAction: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return b2f(s.Paused) },
+	colHost:   nil,
+	colState:  func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(stateRank(s)) },
+	colTokens: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.Tokens },
+	colRate:   func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.RatePerMin },
+	colBackoff: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(s.Level)*1e12 + float64(s.GateIn)
-	}},
-	colBreaker: {"Breaker", 175, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
+	},
+	colBreaker: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
 		return float64(breakerRank(s.Breaker))*1e12 + float64(s.Failures)
-	}},
-	colInflight: {"In flight", 70, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
-		return float64(s.Inflight)
-	}},
-	colJobs: {"Queued / done / failed", 168, func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 {
-		return float64(c[s.Host].Queued)
-	}},
-	colLast: {"Last", 50, func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
-		return float64(s.LastStatus)
-	}},
+	},
+	colInflight: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(s.Inflight) },
+	colQueued:   func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Queued) },
+	colDone:     func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Done) },
+	colFailed:   func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Failed) },
+	colLast:     func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(s.LastStatus) },
 }
 
 func b2f(b bool) float64 {
@@ -114,161 +125,109 @@ func stateRank(s *engine.HostSnapshot) int {
 	return stWaiting
 }
 
-// hostState is the State column: a word a newcomer understands, and its
-// colour.
-func hostState(s *engine.HostSnapshot) (string, color.NRGBA) {
+// stateLook is the State column's colour, and whether the state needs
+// attention (a strong badge) or is ordinary politeness (a pale one: pacing,
+// waiting for a token or its spacing). An idle host has no badge.
+func stateLook(s *engine.HostSnapshot) (c color.NRGBA, strong, badge bool) {
 	switch stateRank(s) {
 	case stOpen:
-		return "breaker open", colOpen
+		return paintFailing, true, true
 	case stPaused:
-		switch {
-		case !s.Paused:
-			return "paused (all)", colPaused
-		case strings.HasPrefix(s.PauseReason, "Retry-After"):
-			return "paused (Retry-After)", colPaused // the whole reason is in the status line
-		}
-		return "paused", colPaused
+		return paintPaused, true, true
 	case stRunning:
-		return "running", colRunning
+		return paintWorking, true, true
 	case stHalfOpen:
-		if !s.ProbeOut {
-			return "half-open (next request probes)", colHalfOpen
-		}
-		return "probing (half-open)", colHalfOpen
+		return paintProbing, true, true
 	case stIdle:
-		return "idle (nothing queued)", colIdle
+		return paintPaused, false, false
 	case stReady:
-		return "ready", colRunning
+		return paintWorking, false, true
 	}
-	return "waiting (" + waitWords(s.Waiting) + ")", colWaiting
-}
-
-// calmState reports whether a host's state is ordinary politeness that
-// needs no attention: idle, or waiting for a token or spacing jitter.
-func calmState(s *engine.HostSnapshot) bool {
-	switch stateRank(s) {
-	case stIdle:
-		return true
-	case stWaiting:
-		return s.Waiting == engine.WaitToken || s.Waiting == engine.WaitJitter
-	}
-	return false
-}
-
-// waitWords says in words why a host waits (U5).
-func waitWords(w engine.WaitReason) string {
-	switch w {
-	case engine.WaitToken:
-		return "token"
+	switch s.Waiting {
 	case engine.WaitGate:
-		return "backoff gate"
-	case engine.WaitJitter:
-		return "spacing"
-	case engine.WaitBreaker:
-		return "breaker"
-	case engine.WaitPaused:
-		return "host paused"
-	case engine.WaitInflightCap:
-		return "in-flight cap"
-	case engine.WaitGlobalCap:
-		return "global cap"
+		return paintBackoff, true, true
 	case engine.WaitRetryDelay:
-		return "retry delay"
-	case engine.WaitEmpty:
-		return "nothing queued"
+		return paintFailing, false, true
+	case engine.WaitBreaker:
+		return paintProbing, true, true
 	}
-	return w.String()
+	return paintWorking, false, true
 }
 
-// breakerBadge is the Breaker column: state and countdown, and colour.
-func breakerBadge(s *engine.HostSnapshot) (string, color.NRGBA) {
+// breakerText is the Breaker column: state and countdown (long and short),
+// its colour, and whether it is shown as a badge: a closed breaker is the
+// ordinary case and is plain text, however many failures it counts.
+func breakerText(s *engine.HostSnapshot) (w wording, c color.NRGBA, badge bool) {
 	switch s.Breaker {
 	case engine.Open:
-		return "open · half-open in " + fmtDur(s.HalfOpenIn), colOpen
+		if s.HalfOpenIn <= 0 {
+			return say("open · probe due", "open"), paintFailing, true
+		}
+		in := fmtDur(s.HalfOpenIn)
+		return say("open · probe in "+in, "open · "+in), paintFailing, true
 	case engine.HalfOpen:
 		if s.ProbeOut {
-			return "half-open · probe out", colHalfOpen
+			return say("half-open · probing", "probing"), paintProbing, true
 		}
-		return "half-open", colHalfOpen
+		return say("half-open"), paintProbing, true
 	}
 	if s.Failures > 0 {
-		return fmt.Sprintf("closed · %d failed", s.Failures), colClosed
+		n := strconv.Itoa(s.Failures)
+		return say("closed · "+n+" failed", "closed, "+n+" failed", "closed · "+n), paintPaused, false
 	}
-	return "closed", colClosed
+	return say("closed"), paintPaused, false
 }
 
-// backoffText is the Backoff column: level and the countdown to the gate.
-func backoffText(s *engine.HostSnapshot) string {
+// backoffText is the Backoff column: the level, and the countdown to the
+// gate when the State column does not say it already (U1).
+func backoffText(s *engine.HostSnapshot) wording {
+	gateSaid := s.Waiting == engine.WaitGate && stateRank(s) == stWaiting
 	switch {
-	case s.Level == 0 && s.GateIn <= 0:
-		return "—"
-	case s.GateIn <= 0:
-		return "level " + strconv.Itoa(s.Level)
+	case s.Level == 0 && (s.GateIn <= 0 || gateSaid):
+		return say("—")
+	case s.GateIn <= 0 || gateSaid:
+		return say("level "+strconv.Itoa(s.Level), strconv.Itoa(s.Level))
 	}
-	return fmt.Sprintf("level %d · %s", s.Level, fmtDur(s.GateIn))
-}
-
-// fmtDur shows a countdown: 4.2s, 42s, 3m12s, 2h05m.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d < 0:
-		d = 0
-		fallthrough
-	case d < 10*time.Second:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < time.Minute:
-		return strconv.Itoa(int(d.Seconds())) + "s"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
-}
-
-// fmtRate shows requests per minute compactly.
-func fmtRate(r float64) string {
-	switch {
-	case r >= 100:
-		return strconv.FormatFloat(r, 'f', 0, 64) + "/min"
-	case r >= 1:
-		return strconv.FormatFloat(r, 'g', 3, 64) + "/min"
-	}
-	return strconv.FormatFloat(r, 'g', 2, 64) + "/min"
+	return say(fmt.Sprintf("level %d · %s", s.Level, fmtDur(s.GateIn)), fmt.Sprintf("%d · %s", s.Level, fmtDur(s.GateIn)))
 }
 
 // hostsView is the Hosts tab: the live table, the toolbar acting on the
 // selected host, and that host's chart and timeline.
 type hostsView struct {
 	w        *Window
-	table    *widget.Table
+	table    *fitTable
 	model    hostUpdate
 	bound    map[*cell]widget.TableCellID
 	sort     sortSpec
 	selected string
+	sortedAt time.Time // when the rows were last re-ordered
+	resort   bool      // re-order with the next update, whatever the pointer does
+	inTable  bool      // the pointer is over the table
+	inButton bool      // the pointer is over a row's button
 
 	selLabel                                                  *widget.Label
 	pauseBtn, editBtn, probeBtn, resetBtn, tripBtn, followBtn *widget.Button
+	helpBtn                                                   *widget.Button
 	chart                                                     *chart
 	timeline                                                  *widget.List
 	events                                                    []engine.Event
 	empty                                                     *widget.Label
+	emptyBox                                                  *fyne.Container
+	details                                                   fyne.CanvasObject
 	content                                                   fyne.CanvasObject
 }
 
 func newHostsView(w *Window) *hostsView {
 	hv := &hostsView{w: w, bound: map[*cell]widget.TableCellID{}}
-	hv.table = &widget.Table{
-		Length:        func() (int, int) { return len(hv.model.order), len(hostColumns) },
-		CreateCell:    func() fyne.CanvasObject { return newCell() },
-		UpdateCell:    hv.updateCell,
-		OnSelected:    hv.onSelected,
-		ShowHeaderRow: true,
-		CreateHeader:  func() fyne.CanvasObject { return widget.NewButton("", nil) },
-		UpdateHeader:  hv.updateHeader,
-	}
-	hv.table.ExtendBaseWidget(hv.table)
-	for i, c := range hostColumns {
-		hv.table.SetColumnWidth(i, c.width)
-	}
+	hv.table = newFitTable(hostColumns, func() int { return len(hv.model.order) },
+		func() fyne.CanvasObject {
+			c := newCell()
+			c.button.onHover = func(in bool) { hv.inButton = in }
+			return c
+		}, hv.updateCell)
+	hv.table.OnSelected = hv.onSelected
+	hv.table.onSort = hv.sortBy
+	hv.table.onHover = func(in bool) { hv.inTable = in }
 	hv.selLabel = widget.NewLabel("Select a host to act on it.")
 	hv.selLabel.Truncation = fyne.TextTruncateEllipsis
 	hv.pauseBtn = &widget.Button{Text: "Pause", Icon: theme.MediaPauseIcon(), OnTapped: hv.onPause}
@@ -277,7 +236,9 @@ func newHostsView(w *Window) *hostsView {
 	hv.probeBtn = &widget.Button{Text: "Probe now", OnTapped: func() { hv.act(hv.w.eng.ProbeNow) }}
 	hv.resetBtn = &widget.Button{Text: "Reset breaker", OnTapped: func() { hv.act(hv.w.eng.ResetBreaker) }}
 	hv.tripBtn = &widget.Button{Text: "Trip breaker", OnTapped: func() { hv.act(hv.w.eng.TripBreaker) }}
-	for _, b := range []*widget.Button{hv.pauseBtn, hv.editBtn, hv.followBtn, hv.probeBtn, hv.resetBtn, hv.tripBtn} {
+	hv.helpBtn = &widget.Button{Text: "What the columns mean", Icon: theme.InfoIcon(), OnTapped: hv.showHelp,
+		Importance: widget.LowImportance}
+	for _, b := range []*widget.Button{hv.pauseBtn, hv.editBtn, hv.followBtn, hv.probeBtn, hv.resetBtn, hv.tripBtn, hv.helpBtn} {
 		b.ExtendBaseWidget(b)
 	}
 	hv.chart = newChart()
@@ -303,43 +264,114 @@ func newHostsView(w *Window) *hostsView {
 	hv.empty = widget.NewLabel("No hosts yet. Add URLs (button above, Ctrl+V, or drop a text file) — one row per host appears here.")
 	hv.empty.Alignment = fyne.TextAlignCenter
 	hv.empty.Wrapping = fyne.TextWrapWord
+	// The hint sits below the table's header row, on the window's
+	// background so that the column lines do not run through it.
+	headerGap := newHeaderCell().MinSize().Height + theme.Padding()
+	hv.emptyBox = container.New(layout.NewCustomPaddedLayout(headerGap, 0, 0, 0),
+		container.NewStack(canvas.NewRectangle(theme.Color(theme.ColorNameBackground)),
+			container.New(layout.NewCustomPaddedLayout(40, 0, 40, 40), container.NewVBox(hv.empty))))
 	hv.setSelected("")
 
 	bar := container.NewHBox(hv.pauseBtn, hv.editBtn, hv.followBtn, widget.NewSeparator(), hv.probeBtn, hv.resetBtn, hv.tripBtn)
 	top := container.NewBorder(nil, nil, nil, bar, hv.selLabel)
+	legend := container.NewBorder(nil, nil, nil, hv.helpBtn, stateLegend())
+	tableBox := container.NewBorder(nil, legend, nil, nil, container.NewStack(hv.table, hv.emptyBox))
 	timelineBox := container.NewBorder(widget.NewLabelWithStyle("Event timeline (newest first)", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, hv.timeline)
 	chartBox := container.NewBorder(widget.NewLabelWithStyle("Last 3 minutes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), chartLegend(), nil, nil, hv.chart)
 	details := container.NewHSplit(chartBox, timelineBox)
 	details.Offset = 0.55
-	// The hint sits below the table's header row, not over it.
-	headerGap := widget.NewLabel("Host").MinSize().Height + 2*theme.Padding()
-	hint := container.New(layout.NewCustomPaddedLayout(headerGap, 0, 0, 0), hv.empty)
-	split := container.NewVSplit(container.NewStack(hv.table, hint), details)
-	split.Offset = 0.68
-	hv.content = container.NewBorder(top, nil, nil, nil, split)
+	hv.details = details
+	hv.content = container.NewBorder(top, nil, nil, nil,
+		container.New(&tableFirst{rows: func() int { return len(hv.model.order) }}, tableBox, details))
 	return hv
 }
 
-func (hv *hostsView) updateHeader(id widget.TableCellID, o fyne.CanvasObject) {
-	b := o.(*widget.Button)
-	col := id.Col
-	if col < 0 || col >= len(hostColumns) {
-		b.SetText("")
-		return
+// tableFirst lays the hosts table over the selected host's details and
+// gives the table priority: the details take about a third of the height,
+// at most 260 px, and only what is left once the table can show its header,
+// its rows (up to a few) and its legend; in a window too low for both, only
+// the table.
+type tableFirst struct {
+	rows func() int // the table's rows now
+}
+
+// tableLeast is the most height the hosts table keeps before the details
+// get any: a header, six rows and the legend.
+const tableLeast = 330
+
+func (l *tableFirst) Layout(objs []fyne.CanvasObject, size fyne.Size) {
+	table, details := objs[0], objs[1]
+	rowH := newCell().MinSize().Height + theme.Padding()
+	need := min(tableLeast, float32(max(l.rows(), 3)+2)*rowH+rowH*0.6)
+	dh := min(size.Height*0.36, 260, size.Height-need)
+	if dh < details.MinSize().Height || dh < 140 {
+		dh = 0
 	}
-	b.Text = hostColumns[col].title
-	b.Icon = nil
-	if col == hv.sort.col {
-		b.Icon = theme.MoveUpIcon()
-		if hv.sort.desc {
-			b.Icon = theme.MoveDownIcon()
-		}
+	if dh == 0 {
+		details.Hide()
+	} else {
+		details.Show()
 	}
-	b.Importance = widget.LowImportance
-	b.Alignment = widget.ButtonAlignLeading
-	b.IconPlacement = widget.ButtonIconTrailingText
-	b.OnTapped = func() { hv.sortBy(col) }
-	b.Refresh()
+	gap := float32(0)
+	if dh > 0 {
+		gap = theme.Padding()
+	}
+	table.Move(fyne.NewPos(0, 0))
+	table.Resize(fyne.NewSize(size.Width, size.Height-dh-gap))
+	details.Move(fyne.NewPos(0, size.Height-dh))
+	details.Resize(fyne.NewSize(size.Width, dh))
+}
+
+func (l *tableFirst) MinSize(objs []fyne.CanvasObject) fyne.Size {
+	return objs[0].MinSize()
+}
+
+// stateLegend says what the State colours mean, the same in every tab and
+// in the chart.
+func stateLegend() fyne.CanvasObject {
+	item := func(c color.NRGBA, s string) fyne.CanvasObject {
+		sw := canvas.NewRectangle(c)
+		sw.CornerRadius = 3
+		sw.SetMinSize(fyne.NewSize(14, 14))
+		t := canvas.NewText(s, theme.Color(theme.ColorNameForeground))
+		t.TextSize = theme.CaptionTextSize()
+		return container.NewHBox(container.NewCenter(sw), t)
+	}
+	return container.NewHBox(
+		item(paintWorking, "sending (pale: pacing itself)"),
+		item(paintBackoff, "backing off: the server said slow down"),
+		item(paintFailing, "failing: breaker open"),
+		item(paintProbing, "probing"),
+		item(paintPaused, "paused"),
+		item(paintDone, "done"),
+	)
+}
+
+// hostsHelp explains the hosts table's words to someone who has never
+// read the SPEC.
+const hostsHelp = `State says what the host does now and, for a wait, how long it lasts and why.
+
+Tokens — how many requests the host may send back to back right now. One comes back at the host's rate (60/min: one a second), up to its burst (4 by default). A part of a token buys nothing, so 2.97 shows as 2.
+
+Rate — requests per minute the host gets, at most.
+
+Backoff — after a "busy" answer (429 or 503) Heed waits before asking that host again, and the longest wait doubles with each such answer: up to 1 s, 2 s, 4 s … at most a minute by default, drawn at random below that. The level is how many times it has doubled. The wait is never shorter than what the server asked for in its Retry-After. Four good answers in a row undo one doubling.
+
+Breaker — after 5 failures in a row (timeouts, dropped connections, 5xx, 429) Heed stops asking the host: the breaker is open. After 30 s one request probes it (half-open): an answer closes the breaker, another failure opens it again. "closed · 1 failed" is normal: one good answer resets the count.
+
+In flight — requests running now / the most the host gets at once.
+
+Queued, Done, Failed — how many of the host's jobs are in each state. Last — the status of its last answer.
+
+Every number here can be changed for one host (select it, Edit…) or for all (Settings).`
+
+func (hv *hostsView) showHelp() {
+	l := widget.NewLabel(hostsHelp)
+	l.Wrapping = fyne.TextWrapWord
+	s := container.NewVScroll(l)
+	d := dialog.NewCustom("What the hosts table says", "Close", s, hv.w.win)
+	d.Resize(fyne.NewSize(min(640, hv.w.win.Canvas().Size().Width-40), min(560, hv.w.win.Canvas().Size().Height-40)))
+	d.Show()
 }
 
 // sortBy sorts by col; a second click on the same column reverses.
@@ -349,8 +381,10 @@ func (hv *hostsView) sortBy(col int) {
 	} else {
 		hv.sort = sortSpec{col: col}
 	}
+	hv.table.sortCol, hv.table.sortDesc = hv.sort.col, hv.sort.desc
 	hv.w.poll.setView(hv.sort, hv.selected)
 	hv.model.order = sortRows(hv.model.snap, hv.model.counts, hv.sort)
+	hv.sortedAt = hv.model.now
 	hv.w.prefs.SetInt(prefSortCol, hv.sort.col)
 	hv.w.prefs.SetBool(prefSortDesc, hv.sort.desc)
 	hv.table.Refresh()
@@ -384,40 +418,52 @@ func (hv *hostsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 			c.setButton("Pause", theme.MediaPauseIcon(), func() { hv.togglePause(host) })
 		}
 	case colHost:
-		name := s.Host
+		name, short := hv.w.hostName(s.Host), hv.w.opt.HostLabels[s.Host]
 		if s.OwnTunables {
-			name += " (custom)"
+			name += " (own settings)"
+			if short != "" {
+				short += " (own)"
+			}
 		}
-		c.setText(name, false)
+		c.setTexts(say(name, short), false)
 	case colState:
-		txt, col := hostState(s)
-		if calmState(s) {
-			c.setSoftBadge(txt, col)
+		w := hostSentence(s, hv.model.facts[s.Host])
+		col, strong, badge := stateLook(s)
+		if badge {
+			c.setSentence(w, col, strong)
 		} else {
-			c.setBadge(txt, col)
+			c.setTexts(w, true)
 		}
 	case colTokens:
-		frac := 0.0
+		frac, upto := 0.0, 0.0
 		if s.Burst > 0 {
-			frac = s.Tokens / float64(s.Burst)
+			frac = float64(min(spendable(s.Tokens), s.Burst)) / float64(s.Burst)
+			upto = s.Tokens / float64(s.Burst)
 		}
-		c.setBar(frac, colRunning, strconv.FormatFloat(s.Tokens, 'f', 1, 64)+" / "+strconv.Itoa(s.Burst))
+		c.setBar2(frac, upto, paintWorking, tokensText(s))
 	case colRate:
 		c.setText(fmtRate(s.RatePerMin), false)
 	case colBackoff:
-		c.setText(backoffText(s), s.Level == 0 && s.GateIn <= 0)
+		w := backoffText(s)
+		c.setTexts(w, w[0] == "—")
 	case colBreaker:
-		txt, col := breakerBadge(s)
-		if s.Breaker == engine.Closed && s.Failures == 0 {
-			c.setSoftBadge(txt, col)
+		w, col, badge := breakerText(s)
+		if badge {
+			c.setBadges(w, col)
 		} else {
-			c.setBadge(txt, col)
+			c.setTexts(w, s.Failures == 0)
 		}
 	case colInflight:
 		c.setText(strconv.Itoa(s.Inflight)+" / "+strconv.Itoa(s.MaxInflight), s.Inflight == 0)
-	case colJobs:
-		n := hv.model.counts[s.Host]
-		c.setText(fmt.Sprintf("%d / %d / %d", n.Queued, n.Done, n.Failed), false)
+	case colQueued:
+		n := hv.model.counts[s.Host].Queued
+		c.setText(fmtInt(n), n == 0)
+	case colDone:
+		n := hv.model.counts[s.Host].Done
+		c.setText(fmtInt(n), n == 0)
+	case colFailed:
+		n := hv.model.counts[s.Host].Failed
+		c.setText(fmtInt(n), n == 0)
 	case colLast:
 		if s.LastStatus == 0 {
 			c.setText("—", true)
@@ -427,18 +473,32 @@ func (hv *hostsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	}
 }
 
+// pointerOver reports whether the pointer is over the table or one of its
+// rows' buttons.
+func (hv *hostsView) pointerOver() bool { return hv.inTable || hv.inButton }
+
 // apply shows a tick's update: a full table refresh when rows moved,
-// else only the cells on screen whose host changed (U2).
+// else only the cells on screen whose host changed (U2). Rows keep their
+// order while the pointer is over the table, and re-sort at most every
+// resortEvery otherwise, so that a row does not slide away as it is read
+// or clicked; a new host joins at the bottom meanwhile.
 func (hv *hostsView) apply(u hostUpdate) {
 	old := hv.model
 	// Keep the sort chosen on this thread if the poller had not seen it.
 	if spec, _ := hv.w.poll.getView(); spec != hv.sort {
 		u.order = sortRows(u.snap, u.counts, hv.sort)
 	}
+	hold := (hv.pointerOver() || u.now.Sub(hv.sortedAt) < resortEvery) && !hv.resort
+	if hold && u.sameHosts && len(old.order) > 0 && len(old.order) <= len(u.snap) {
+		u.order = keepOrder(old.order, len(u.snap))
+	} else {
+		hv.sortedAt = u.now
+		hv.resort = false
+	}
 	hv.model = u
-	hv.empty.Hidden = len(u.snap) > 0
+	hv.emptyBox.Hidden = len(u.snap) > 0
 	if len(old.order) != len(u.order) || !slicesEqual(old.order, u.order) {
-		hv.empty.Refresh()
+		hv.emptyBox.Refresh()
 		hv.table.Refresh()
 	} else {
 		for c, id := range hv.bound {
@@ -456,6 +516,17 @@ func (hv *hostsView) apply(u hostUpdate) {
 			hv.addEvents(u.events)
 		}
 	}
+}
+
+// keepOrder is the previous order, with the rows of hosts added since at
+// its end.
+func keepOrder(old []int32, n int) []int32 {
+	out := make([]int32, len(old), n)
+	copy(out, old)
+	for i := len(old); i < n; i++ {
+		out = append(out, int32(i))
+	}
+	return out
 }
 
 func slicesEqual(a, b []int32) bool {
@@ -531,14 +602,13 @@ func (hv *hostsView) updateToolbar() {
 	if s.Breaker == engine.Open {
 		hv.tripBtn.Disable()
 	}
-	state, _ := hostState(&s)
-	br, _ := breakerBadge(&s)
-	text := s.Host + " — " + state + ", breaker " + br
-	if rank := stateRank(&s); rank == stOpen || rank == stHalfOpen {
-		text = s.Host + " — breaker " + br // the state says no more than the breaker
+	text := hv.w.hostName(s.Host) + " — " + hostSentence(&s, hv.model.facts[s.Host])[0]
+	if rank := stateRank(&s); rank != stOpen && rank != stHalfOpen && s.Breaker != engine.Closed {
+		br, _, _ := breakerText(&s)
+		text += "; breaker " + br[0] // the state says no more than the breaker
 	}
-	if s.Paused && s.PauseReason != "" {
-		text += " — " + s.PauseReason
+	if s.Quota != "" && s.Waiting != engine.WaitQuota { // the State says it when it binds
+		text += "; the server's quota: " + s.Quota
 	}
 	hv.selLabel.SetText(text)
 }
@@ -581,7 +651,7 @@ func (hv *hostsView) onEdit() {
 	}
 	host := hv.selected
 	t, _ := hv.w.eng.Core().HostTunables(host)
-	hv.w.showTunables("Settings of "+host, t, func(nt engine.Tunables) error {
+	hv.w.showTunables("Settings of "+hv.w.hostName(host), t, func(nt engine.Tunables) error {
 		if err := nt.Normalize().Validate(); err != nil {
 			return err // said in the form, which stays open
 		}
@@ -647,6 +717,9 @@ func (hv *hostsView) loadEvents() {
 	host := hv.selected
 	hv.w.background(func() {
 		evs, err := hv.w.eng.Reader().HostEvents(bgCtx, host, timelineLen)
+		if err == nil {
+			hv.w.poll.seed(evs) // the last Retry-After it sent, for its State
+		}
 		fyne.Do(func() {
 			if hv.selected != host {
 				return

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"image/color"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -17,37 +19,64 @@ import (
 )
 
 // jobsPage is how many jobs the Jobs tab shows per page; pages are read
-// with keyset paging (JobQuery.AfterID), so page 1,000 costs what page 1 does.
+// by key (JobQuery.BeforeID, newest first), so page 1,000 costs what page 1
+// does.
 const jobsPage = 200
 
 // jobRow is one line of the Jobs tab, computed off the Fyne thread.
 type jobRow struct {
 	rec      engine.Job
+	url      string  // rec.URL with its password masked
 	progress float64 // 0…1, or -1 when unknown
 	bytes    string
 	speed    string
-	why      string
+	when     string // running: time left; done: when it finished
+	why      wording
 }
 
-var jobColumns = []struct {
-	title string
-	width float32
-}{
-	{"ID", 70}, {"URL", 330}, {"Host", 160}, {"State", 90}, {"Progress", 170}, {"Speed", 90},
-	{"Attempts", 130}, {"Why waiting / result", 480},
+// Columns of the Jobs tab.
+const (
+	jcID = iota
+	jcURL
+	jcHost
+	jcState
+	jcProgress
+	jcSpeed
+	jcWhen
+	jcTries
+	jcWhy
+)
+
+var jobColumns = []column{
+	jcID:       {title: "ID", width: 50, min: 44},
+	jcURL:      {title: "URL", width: 300, min: 200},
+	jcHost:     {title: "Host", width: 120, min: 90},
+	jcState:    {title: "State", width: 86, min: 80},
+	jcProgress: {title: "Progress", width: 150, min: 120},
+	jcSpeed:    {title: "Speed", width: 86, min: 76},
+	jcWhen:     {title: "Left / done at", short: "Left / at", width: 114, min: 84},
+	jcTries:    {title: "Tries", width: 60, min: 50},
+	jcWhy:      {title: "Why waiting / result", short: "Why / result", width: 300, min: 240, grow: 1},
 }
 
-// jobsView is the Jobs tab (U5): a page of jobs with their progress and
-// why each one waits, and actions on the selected job.
+// Which job states each action moves a job from (the engine's own rules,
+// engine/commands.go): only those buttons are on for the selected job.
+var (
+	pausableStates  = []engine.JobState{engine.JobQueued, engine.JobActive}
+	resumableStates = []engine.JobState{engine.JobPaused}
+	cancelStates    = []engine.JobState{engine.JobQueued, engine.JobActive, engine.JobPaused}
+	retryStates     = []engine.JobState{engine.JobDone, engine.JobFailed, engine.JobCancelled, engine.JobSkipped}
+)
+
+// jobsView is the Jobs tab (U5): jobs newest first, their progress, size,
+// speed and time left or when they finished, why each one waits, and the
+// actions that make sense for the selected one.
 type jobsView struct {
 	w        *Window
-	table    *widget.Table
-	rows     []jobRow
+	pt       *pagedTable[jobRow]
+	table    *fitTable
 	state    *widget.Select
 	host     *widget.Entry
-	pageInfo *widget.Label
-	prev     *widget.Button
-	next     *widget.Button
 	pause    *widget.Button
 	resume   *widget.Button
 	cancel   *widget.Button
@@ -55,33 +84,21 @@ type jobsView struct {
 	folder   *widget.Button
 	detail   *widget.Label // the selected job's URL and why, whole
 	selected int64
-	pages    []int64 // AfterID of each page before the current one
-	after    int64   // AfterID of the current page
-	loading  bool
+	speeds   *speedCache
 	content  fyne.CanvasObject
 }
 
 func newJobsView(w *Window) *jobsView {
-	jv := &jobsView{w: w}
-	jv.table = widget.NewTable(func() (int, int) { return len(jv.rows), len(jobColumns) },
-		func() fyne.CanvasObject { return newCell() }, jv.updateCell)
-	jv.table.ShowHeaderRow = true
-	jv.table.CreateHeader = func() fyne.CanvasObject { return widget.NewLabel("") }
-	jv.table.UpdateHeader = func(id widget.TableCellID, o fyne.CanvasObject) {
-		l := o.(*widget.Label)
-		l.TextStyle.Bold = true
-		if id.Col >= 0 && id.Col < len(jobColumns) {
-			l.SetText(jobColumns[id.Col].title)
-		} else {
-			l.SetText("")
-		}
-	}
-	for i, c := range jobColumns {
-		jv.table.SetColumnWidth(i, c.width)
-	}
+	jv := &jobsView{w: w, speeds: &speedCache{m: map[int64]string{}}}
+	jv.pt = newPagedTable(w, "jobs", jobsPage, jobColumns, func(r *jobRow) int64 { return r.rec.ID }, jv.updateCell)
+	jv.pt.query = jv.query
+	jv.pt.total = jv.total
+	jv.pt.loaded = jv.enableActions
+	jv.pt.setEmpty("No jobs yet. Add URLs (the button above, Ctrl+V, or drop a text file on the window): each URL is a job here, newest first.")
+	jv.table = jv.pt.table
 	jv.table.OnSelected = func(id widget.TableCellID) {
-		if id.Row >= 0 && id.Row < len(jv.rows) {
-			jv.selected = jv.rows[id.Row].rec.ID
+		if id.Row >= 0 && id.Row < len(jv.pt.rows) {
+			jv.selected = jv.pt.rows[id.Row].rec.ID
 			jv.enableActions()
 		}
 		// The selection is the job, drawn by updateCell on its row wherever
@@ -89,175 +106,212 @@ func newJobsView(w *Window) *jobsView {
 		jv.table.UnselectAll()
 		jv.table.Refresh()
 	}
-	jv.state = widget.NewSelect([]string{"all", "queued", "active", "paused", "done", "failed", "cancelled"}, nil)
+	states := []string{"all"}
+	for _, s := range engine.JobStates {
+		states = append(states, string(s))
+	}
+	jv.state = widget.NewSelect(states, nil)
 	jv.state.SetSelected("all")
-	jv.state.OnChanged = func(string) { jv.firstPage() }
+	jv.state.OnChanged = func(string) { jv.pt.firstPage() }
 	jv.host = widget.NewEntry()
-	jv.host.SetPlaceHolder("host filter, e.g. example.com")
-	jv.host.OnSubmitted = func(string) { jv.firstPage() }
-	jv.pageInfo = widget.NewLabel("")
-	jv.prev = widget.NewButtonWithIcon("", theme.NavigateBackIcon(), jv.prevPage)
-	jv.next = widget.NewButtonWithIcon("", theme.NavigateNextIcon(), jv.nextPage)
+	jv.host.SetPlaceHolder("host filter, e.g. example.com (Enter)")
+	jv.host.OnSubmitted = func(string) { jv.pt.firstPage() }
 	jv.pause = widget.NewButtonWithIcon("Pause", theme.MediaPauseIcon(), func() { jv.act(w.eng.PauseJobs) })
 	jv.resume = widget.NewButtonWithIcon("Resume", theme.MediaPlayIcon(), func() { jv.act(w.eng.ResumeJobs) })
 	jv.cancel = widget.NewButtonWithIcon("Cancel", theme.CancelIcon(), func() { jv.act(w.eng.CancelJobs) })
 	jv.retry = widget.NewButtonWithIcon("Retry", theme.ViewRefreshIcon(), func() { jv.act(w.eng.RetryJobs) })
 	jv.folder = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), w.openFolder)
 	filters := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("State"), jv.state),
-		container.NewHBox(jv.prev, jv.pageInfo, jv.next), jv.host)
+		jv.pt.nav(), jv.host)
 	actions := container.NewHBox(jv.pause, jv.resume, jv.cancel, jv.retry, layoutSpacer(), jv.folder)
-	jv.detail = widget.NewLabel("")
+	jv.detail = widget.NewLabel("Select a job to act on it.")
 	jv.detail.Wrapping = fyne.TextWrapWord
 	jv.detail.Selectable = true // to copy a URL, a reason or a SHA-256
-	jv.content = container.NewBorder(container.NewVBox(filters, actions), jv.detail, nil, nil, jv.table)
+	jv.content = container.NewBorder(container.NewVBox(filters, actions), jv.detail, nil, nil, jv.pt.box)
 	jv.enableActions()
 	return jv
 }
 
+// rows are the jobs on the page shown.
+func (jv *jobsView) rows() []jobRow { return jv.pt.rows }
+
+func (jv *jobsView) reload()    { jv.pt.reload() }
+func (jv *jobsView) firstPage() { jv.pt.firstPage() }
+
+// selectedRow is the selected job's row, nil when none is on the page.
+func (jv *jobsView) selectedRow() *jobRow {
+	for i := range jv.pt.rows {
+		if jv.pt.rows[i].rec.ID == jv.selected {
+			return &jv.pt.rows[i]
+		}
+	}
+	return nil
+}
+
 // enableActions shows the selected job's URL and why it waits (or its
 // result) whole, below the table, where its cells may cut them, and enables
-// the job actions while a job is selected. A selected job the page no
+// only the actions that apply to the job's state. A selected job the page no
 // longer shows (cancelled out of the filter, another page) is selected no
 // more: the actions act on the job the highlight is on (updateCell draws it
 // on its row wherever it moves), never on one off screen. It neither
 // selects nor scrolls the table, which reloads every second.
 func (jv *jobsView) enableActions() {
-	jv.detail.SetText("")
-	found := false
-	for i := range jv.rows {
-		if r := &jv.rows[i]; r.rec.ID == jv.selected {
-			found = true
-			text := fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.rec.URL, r.why)
-			if r.rec.State == engine.JobDone {
-				text = fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.rec.URL, r.rec.File, r.rec.SHA256)
-			}
-			jv.detail.SetText(text)
-		}
-	}
-	if !found {
+	r := jv.selectedRow()
+	if r == nil {
 		jv.selected = 0
+		jv.detail.SetText("Select a job to act on it.")
+	} else if r.rec.State == engine.JobDone {
+		jv.detail.SetText(fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.url, r.rec.File, r.rec.SHA256))
+	} else {
+		jv.detail.SetText(fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.url, r.why[0]))
 	}
-	for _, b := range []*widget.Button{jv.pause, jv.resume, jv.cancel, jv.retry} {
-		if jv.selected == 0 {
-			b.Disable()
+	for _, b := range []struct {
+		btn  *widget.Button
+		from []engine.JobState
+	}{{jv.pause, pausableStates}, {jv.resume, resumableStates}, {jv.cancel, cancelStates}, {jv.retry, retryStates}} {
+		if r != nil && slices.Contains(b.from, r.rec.State) {
+			b.btn.Enable()
 		} else {
-			b.Enable()
+			b.btn.Disable()
 		}
 	}
 }
 
-func (jv *jobsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
-	c := o.(*cell)
-	c.selected = false
-	if id.Row < 0 || id.Row >= len(jv.rows) {
-		c.setText("", false)
-		return
-	}
-	r := &jv.rows[id.Row]
+func (jv *jobsView) updateCell(r *jobRow, col int, c *cell) {
 	c.selected = r.rec.ID == jv.selected
-	switch id.Col {
-	case 0:
+	switch col {
+	case jcID:
 		c.setText(strconv.FormatInt(r.rec.ID, 10), true)
-	case 1:
-		c.setText(r.rec.URL, false)
-	case 2:
-		c.setText(r.rec.Host, false)
-	case 3:
-		c.setBadge(string(r.rec.State), jobStateColour(r.rec.State))
-	case 4:
-		if r.progress >= 0 {
-			c.setBar(r.progress, colRunning, r.bytes)
+	case jcURL:
+		c.setURL(r.url)
+	case jcHost:
+		c.setTexts(say(jv.w.hostName(r.rec.Host), jv.w.opt.HostLabels[r.rec.Host]), false)
+	case jcState:
+		st, col, strong := jobStateLook(r.rec.State)
+		if strong {
+			c.setBadge(st, col)
 		} else {
+			c.setSoftBadge(say(st), col)
+		}
+	case jcProgress:
+		switch {
+		case r.progress >= 0 && r.rec.State == engine.JobDone:
+			c.setBar2(0, 1, paintDone, r.bytes) // whole, and pale: nothing to watch
+			c.text.TextStyle = fyne.TextStyle{}
+		case r.progress >= 0:
+			c.setBar(r.progress, paintWorking, r.bytes)
+		default:
 			c.setText(r.bytes, true)
 		}
-	case 5:
-		c.setText(r.speed, r.speed == "")
-	case 6:
+	case jcSpeed:
+		c.setText(r.speed, r.rec.State != engine.JobActive)
+	case jcWhen:
+		c.setText(r.when, r.rec.State != engine.JobActive)
+	case jcTries:
 		txt := strconv.Itoa(r.rec.Attempts)
 		if r.rec.Throttled > 0 {
 			txt += fmt.Sprintf(" (+%d throttled)", r.rec.Throttled)
 		}
-		c.setText(txt, false)
-	case 7:
-		c.setText(r.why, r.rec.State == engine.JobDone)
+		c.setTexts(say(txt, fmt.Sprintf("%d+%d", r.rec.Attempts, r.rec.Throttled)), r.rec.Attempts == 0 && r.rec.Throttled == 0)
+	case jcWhy:
+		c.setTexts(r.why, r.rec.State == engine.JobDone)
 	}
 }
 
-func jobStateColour(s engine.JobState) color.NRGBA {
+// jobStateLook is how a job state shows: its word, its colour, and whether
+// it needs attention (a strong badge) or not (a pale one).
+func jobStateLook(s engine.JobState) (string, color.NRGBA, bool) {
 	switch s {
 	case engine.JobActive:
-		return colRunning
+		return "active", paintWorking, true
 	case engine.JobQueued:
-		return colWaiting
-	case engine.JobPaused, engine.JobCancelled:
-		return colPaused
+		return "queued", paintPaused, false
+	case engine.JobPaused:
+		return "paused", paintPaused, true
 	case engine.JobFailed:
-		return colOpen
+		return "failed", paintFailing, true
 	case engine.JobDone:
-		return colClosed
+		return "done", paintDone, false // the ordinary end: calm
+	case engine.JobCancelled:
+		return "cancelled", paintPaused, false
 	}
-	return colPaused
+	return string(s), paintPaused, false
 }
 
-func (jv *jobsView) query() engine.JobQuery {
-	q := engine.JobQuery{Host: strings.TrimSpace(strings.ToLower(jv.host.Text)), AfterID: jv.after, Limit: jobsPage}
+// total is how many jobs the filters select, from the hosts' job counts
+// (the database keeps them with every transition: no job is counted).
+func (jv *jobsView) total() (int64, bool) {
+	counts := jv.w.hosts.model.counts
+	if counts == nil {
+		return 0, false
+	}
+	host := strings.TrimSpace(strings.ToLower(jv.host.Text))
+	state := engine.JobState(jv.state.Selected)
+	var n int64
+	for h, c := range counts {
+		if host != "" && h != host {
+			continue
+		}
+		if state == "" || state == "all" {
+			for _, s := range engine.JobStates {
+				n += c.Of(s)
+			}
+		} else {
+			n += c.Of(state)
+		}
+	}
+	return n, true
+}
+
+// query is the read of the page before id before, with the filters as they
+// are now.
+func (jv *jobsView) query(before int64) func(context.Context) ([]jobRow, error) {
+	q := engine.JobQuery{Host: strings.TrimSpace(strings.ToLower(jv.host.Text)), BeforeID: before, Newest: true, Limit: jobsPage}
 	if s := jv.state.Selected; s != "" && s != "all" {
 		q.State = engine.JobState(s)
 	}
-	return q
-}
-
-func (jv *jobsView) firstPage() {
-	jv.pages, jv.after = nil, 0
-	jv.reload()
-}
-
-func (jv *jobsView) nextPage() {
-	if len(jv.rows) < jobsPage {
-		return
+	eng, facts, speeds := jv.w.eng, jv.w.hosts.model.facts, jv.speeds
+	return func(ctx context.Context) ([]jobRow, error) {
+		return loadJobRows(ctx, eng, q, time.Now(), facts, speeds)
 	}
-	jv.pages = append(jv.pages, jv.after)
-	jv.after = jv.rows[len(jv.rows)-1].rec.ID
-	jv.reload()
 }
 
-func (jv *jobsView) prevPage() {
-	if len(jv.pages) == 0 {
-		return
+// speedCache keeps the speed of done jobs, read once each from their last
+// history row: a done job's speed does not change.
+type speedCache struct {
+	mu sync.Mutex
+	m  map[int64]string
+}
+
+// get returns the speed of done job id, reading it when it is not kept.
+func (c *speedCache) get(ctx context.Context, r engine.Reader, id int64) string {
+	c.mu.Lock()
+	s, ok := c.m[id]
+	c.mu.Unlock()
+	if ok {
+		return s
 	}
-	jv.after = jv.pages[len(jv.pages)-1]
-	jv.pages = jv.pages[:len(jv.pages)-1]
-	jv.reload()
-}
-
-// reload reads the current page off the Fyne thread.
-func (jv *jobsView) reload() {
-	if jv.loading || jv.w.eng == nil {
-		return
+	as, err := r.History(ctx, engine.HistoryQuery{JobID: id, Limit: 1})
+	if err != nil {
+		return ""
 	}
-	jv.loading = true
-	q := jv.query()
-	page := len(jv.pages) + 1
-	eng := jv.w.eng
-	jv.w.background(func() {
-		rows, err := loadJobRows(bgCtx, eng, q, time.Now())
-		fyne.Do(func() {
-			jv.loading = false
-			if err != nil {
-				jv.pageInfo.SetText("cannot read jobs: " + err.Error())
-				return
-			}
-			jv.rows = rows
-			jv.enableActions()
-			jv.pageInfo.SetText(pageText(page, len(jv.rows), "jobs"))
-			jv.table.Refresh()
-		})
-	})
+	if len(as) == 1 && as[0].Duration > 0 && as[0].Bytes > 0 {
+		s = fmtBytes(int64(float64(as[0].Bytes)/as[0].Duration.Seconds())) + "/s"
+	}
+	c.mu.Lock()
+	if len(c.m) > 100000 {
+		clear(c.m)
+	}
+	c.m[id] = s
+	c.mu.Unlock()
+	return s
 }
 
-// loadJobRows reads a page of jobs and works out progress, speed and why
-// each queued job waits: its own retry delay, else its host's reason (R4).
-func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now time.Time) ([]jobRow, error) {
+// loadJobRows reads a page of jobs and works out progress, speed, time
+// left and why each queued job waits: its own retry delay, else its host's
+// reason (R4), in the words of the Hosts tab.
+func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now time.Time,
+	facts map[string]hostFacts, speeds *speedCache) ([]jobRow, error) {
 	recs, err := eng.Reader().Jobs(ctx, q)
 	if err != nil {
 		return nil, err
@@ -269,73 +323,119 @@ func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now
 	hosts := map[string]engine.HostSnapshot{}
 	rows := make([]jobRow, len(recs))
 	for i, r := range recs {
-		row := jobRow{rec: r, progress: -1}
+		row := jobRow{rec: r, url: maskURL(r.URL), progress: -1}
 		size, got := r.Size, r.Bytes
 		if a, ok := active[r.ID]; ok {
 			size, got = a.Size, a.Bytes
-			if el := now.Sub(a.Started).Seconds(); el > 0.2 {
-				row.speed = fmtBytes(int64(float64(a.Bytes-a.StartBytes)/el)) + "/s"
-			}
-		}
-		if r.State == engine.JobDone {
-			size, got = max(r.Size, r.Bytes), r.Bytes
-			if size <= 0 {
-				size, got = 1, 1
+			if el := now.Sub(a.Started).Seconds(); el > 0.2 && a.Bytes > a.StartBytes {
+				bps := float64(a.Bytes-a.StartBytes) / el
+				row.speed = fmtBytes(int64(bps)) + "/s"
+				if a.Size > 0 && bps > 0 {
+					row.when = fmtDur(time.Duration(float64(a.Size-a.Bytes)/bps*float64(time.Second))) + " left"
+				}
 			}
 		}
 		switch {
+		case r.State == engine.JobDone:
+			size = max(r.Size, r.Bytes)
+			row.progress = 1
+			row.bytes = fmtBytes(size)
+			row.when = fmtWhen(r.UpdatedAt, now)
+			if speeds != nil {
+				row.speed = speeds.get(ctx, eng.Reader(), r.ID)
+			}
 		case size > 0:
 			row.progress = float64(got) / float64(size)
-			row.bytes = fmtBytes(got) + " / " + fmtBytes(size)
+			row.bytes = fmtProgress(got, size)
 		case got > 0:
 			row.bytes = fmtBytes(got)
 		default:
 			row.bytes = "—"
 		}
-		if r.State == engine.JobDone {
-			row.bytes = "done"
-		}
 		switch r.State {
 		case engine.JobQueued:
-			if r.NotBefore.After(now) {
-				row.why = "retry delay · " + fmtDur(r.NotBefore.Sub(now))
-				break
-			}
-			s, ok := hosts[r.Host]
-			if !ok {
-				s, ok = eng.Core().HostSnapshot(r.Host)
-				hosts[r.Host] = s
-			}
-			switch {
-			case !ok:
-				row.why = "waiting"
-			case s.Waiting == engine.WaitGate:
-				row.why = "host's backoff gate · " + fmtDur(s.GateIn)
-			case s.Waiting == engine.WaitBreaker && s.Breaker == engine.Open:
-				row.why = "host's breaker is open · half-open in " + fmtDur(s.HalfOpenIn)
-			case s.Waiting == engine.WaitReady:
-				row.why = "next in line"
-			default:
-				row.why = "host: " + waitWords(s.Waiting)
-			}
-			if r.LastError != "" {
-				row.why += " — last: " + r.LastError
-			}
+			row.why = queuedWhy(eng, r, now, hosts, facts)
 		case engine.JobActive:
-			row.why = "downloading"
-		case engine.JobPaused:
-			row.why = "paused by you"
-		case engine.JobDone:
-			row.why = r.File
-			if r.SHA256 != "" {
-				row.why += " · sha256 " + r.SHA256[:min(12, len(r.SHA256))] + "…"
+			row.why = say("downloading")
+			if row.when == "" && row.speed == "" {
+				row.why = say("starting")
 			}
+		case engine.JobPaused:
+			row.why = say("paused by you")
+		case engine.JobCancelled:
+			row.why = say("cancelled by you"+prefixed(" — last: ", r.LastError), "cancelled by you")
+		case engine.JobDone:
+			sum := ""
+			if r.SHA256 != "" {
+				sum = " · sha256 " + r.SHA256[:min(12, len(r.SHA256))] + "…"
+			}
+			row.why = say(r.File+sum, r.File)
 		default:
-			row.why = r.LastError
+			row.why = say(r.LastError)
 		}
 		rows[i] = row
 	}
 	return rows, nil
+}
+
+// queuedWhy says why a queued job waits.
+func queuedWhy(eng *engine.Engine, r engine.Job, now time.Time, hosts map[string]engine.HostSnapshot,
+	facts map[string]hostFacts) wording {
+	last := prefixed(" — last: ", r.LastError)
+	if r.NotBefore.After(now) {
+		in := fmtDur(r.NotBefore.Sub(now))
+		return say("next try in "+in+last, "next try in "+in)
+	}
+	s, ok := hosts[r.Host]
+	if !ok {
+		s, ok = eng.Core().HostSnapshot(r.Host)
+		hosts[r.Host] = s
+	}
+	if !ok {
+		return say("waiting its turn"+last, "waiting")
+	}
+	switch {
+	case s.Waiting == engine.WaitReady:
+		return say("next in line"+last, "next in line")
+	case s.Waiting == engine.WaitEmpty:
+		return say("waiting its turn"+last, "waiting")
+	case stateRank(&s) == stRunning || s.Waiting == engine.WaitInflightCap:
+		if s.Inflight >= s.MaxInflight {
+			return say("waiting its turn: the host takes "+plural(s.MaxInflight, "request", "requests")+" at a time"+last,
+				"waiting its turn", "in line")
+		}
+		s.Inflight = 0 // what it waits for besides the downloads running
+	}
+	hw := hostSentence(&s, facts[r.Host])
+	out := wording{"host: " + hw[0] + last}
+	for _, f := range hw {
+		out = append(out, "host: "+f)
+	}
+	return out
+}
+
+// fmtProgress is "140.0 / 283.5 KiB", or "980.0 KiB / 1.2 MiB" across units.
+func fmtProgress(got, size int64) string {
+	g, s := fmtBytes(got), fmtBytes(size)
+	if gi, si := strings.LastIndexByte(g, ' '), strings.LastIndexByte(s, ' '); g[gi:] == s[si:] {
+		return g[:gi] + " / " + s
+	}
+	return g + " / " + s
+}
+
+// fmtWhen is when something finished: the time today, else the date too.
+func fmtWhen(t, now time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	t, now = t.Local(), now.Local()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	if t.Year() == now.Year() {
+		return t.Format("Jan 2 15:04")
+	}
+	return t.Format("2006-01-02")
 }
 
 // act applies a job command to the selected job, off the Fyne thread.
@@ -348,9 +448,9 @@ func (jv *jobsView) act(f func(context.Context, []int64) ([]int64, error)) {
 		_, err := f(bgCtx, []int64{id})
 		fyne.Do(func() {
 			if err != nil {
-				jv.pageInfo.SetText(err.Error())
+				jv.w.showProblem("The job could not be changed", err)
 			}
-			jv.reload()
+			jv.pt.reload()
 			jv.w.refreshSoon()
 		})
 	})
@@ -367,16 +467,4 @@ func fmtBytes(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 	}
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
-}
-
-// pageText is the page label: its number, or that nothing matches the
-// filters, so that an empty table is not taken for one still loading.
-func pageText(page, rows int, what string) string {
-	if rows == 0 {
-		if page == 1 {
-			return "no " + what + " match"
-		}
-		return fmt.Sprintf("page %d: no more %s", page, what)
-	}
-	return fmt.Sprintf("page %d", page)
 }

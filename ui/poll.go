@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -82,6 +83,12 @@ type hostUpdate struct {
 	opened  []string       // hosts whose breaker opened since the last tick
 	drained bool           // every queued job has finished since the last tick
 	events  []engine.Event // the selected host's new timeline events, oldest first
+	// facts are what the window learnt of hosts from their events (the
+	// last Retry-After each sent); never changed once handed over.
+	facts map[string]hostFacts
+	// sameHosts: the hosts are those of the previous tick at the same
+	// places, perhaps with more after them, so its row order still holds.
+	sameHosts bool
 }
 
 // poller turns engine snapshots into hostUpdates. It runs on its own
@@ -108,10 +115,42 @@ type poller struct {
 	hist      map[string]*ring
 	seen      map[int64]string // jobs seen in flight → host
 	busy      bool
+	facts     map[string]hostFacts
+	factsOut  map[string]hostFacts // the copy handed to the Fyne thread
+	seedMu    sync.Mutex
+	seeds     []engine.Event // events read from the database, to learn facts from
 }
 
 func newPoller(eng *engine.Engine, feed *Feed) *poller {
-	return &poller{eng: eng, feed: feed, hist: map[string]*ring{}, seen: map[int64]string{}}
+	return &poller{eng: eng, feed: feed, hist: map[string]*ring{}, seen: map[int64]string{},
+		facts: map[string]hostFacts{}}
+}
+
+// seed hands the poller events read from the database (a host's
+// timeline), so that it learns what it missed before the window opened:
+// the last Retry-After a host sent. Safe from any goroutine.
+func (p *poller) seed(evs []engine.Event) {
+	p.seedMu.Lock()
+	p.seeds = append(p.seeds, evs...)
+	p.seedMu.Unlock()
+}
+
+// learn takes facts from events, oldest first; it returns the hosts whose
+// facts changed.
+func (p *poller) learn(evs []engine.Event, changed map[string]bool) map[string]bool {
+	for _, e := range evs {
+		// A throttle without Retry-After makes the last one stale.
+		if ra, ok := retryAfterOf(e); ok || e.Kind == engine.EventThrottle {
+			if f, known := p.facts[e.Host]; f.retryAfter != ra || !known {
+				p.facts[e.Host] = hostFacts{retryAfter: ra}
+				if changed == nil {
+					changed = map[string]bool{}
+				}
+				changed[e.Host] = true
+			}
+		}
+	}
+	return changed
 }
 
 func (p *poller) setView(s sortSpec, selected string) {
@@ -205,14 +244,46 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 			u.events = append(u.events, e)
 		}
 	}
+	// Facts: the database's (oldest first, as read newest first) before the feed's.
+	p.seedMu.Lock()
+	seeds := p.seeds
+	p.seeds = nil
+	p.seedMu.Unlock()
+	var learnt map[string]bool
+	for i, j := 0, len(seeds)-1; i < j; i, j = i+1, j-1 {
+		seeds[i], seeds[j] = seeds[j], seeds[i]
+	}
+	if len(seeds) > 0 {
+		known := map[string]bool{}
+		for _, e := range seeds {
+			if _, ok := p.facts[e.Host]; ok {
+				known[e.Host] = true // what the feed told since is newer
+			}
+		}
+		for _, e := range seeds {
+			if !known[e.Host] {
+				learnt = p.learn([]engine.Event{e}, learnt)
+			}
+		}
+	}
+	learnt = p.learn(events, learnt)
+	if learnt != nil || p.factsOut == nil {
+		p.factsOut = maps.Clone(p.facts)
+	}
+	u.facts = p.factsOut
+	u.sameHosts = len(p.prev) <= len(snap)
 
 	for i := range snap {
 		s := &snap[i]
 		var old *engine.HostSnapshot
-		if i < len(p.prev) && p.prev[i].Host == s.Host {
-			old = &p.prev[i]
+		if i < len(p.prev) {
+			if p.prev[i].Host == s.Host {
+				old = &p.prev[i]
+			} else {
+				u.sameHosts = false
+			}
 		}
-		u.changed[i] = old == nil || !sameRow(old, s) ||
+		u.changed[i] = old == nil || !sameRow(old, s) || learnt[s.Host] ||
 			(countsNew && !sameCounts(counts[s.Host], p.prevCount[s.Host]))
 		// Chart: only hosts that do something get a ring.
 		var fl uint8
@@ -236,7 +307,8 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 			} else if s.Failures < old.Failures && s.Failures > 0 {
 				fails = int64(s.Failures)
 			}
-			if old.Breaker != engine.Open && s.Breaker == engine.Open {
+			// Opened by failures, not by the person's own Trip.
+			if old.Breaker != engine.Open && s.Breaker == engine.Open && s.Failures > 0 {
 				u.opened = append(u.opened, s.Host)
 			}
 		}
@@ -288,7 +360,8 @@ func sameRow(a, b *engine.HostSnapshot) bool {
 		a.Failures == b.Failures && a.HalfOpenIn/(100*time.Millisecond) == b.HalfOpenIn/(100*time.Millisecond) &&
 		a.ProbeOut == b.ProbeOut && a.Paused == b.Paused && a.PauseReason == b.PauseReason &&
 		a.LastStatus == b.LastStatus && a.Waiting == b.Waiting &&
-		a.OwnTunables == b.OwnTunables && a.Throttles == b.Throttles
+		a.OwnTunables == b.OwnTunables && a.Throttles == b.Throttles &&
+		dueIn(a)/(100*time.Millisecond) == dueIn(b)/(100*time.Millisecond)
 }
 
 // sortRows returns the row order for spec: by the column's value, then
@@ -298,7 +371,7 @@ func sortRows(snap []engine.HostSnapshot, counts map[string]engine.Counts, spec 
 	for i := range order {
 		order[i] = int32(i)
 	}
-	key := hostColumns[spec.col].key
+	key := hostKeys[spec.col]
 	slices.SortStableFunc(order, func(x, y int32) int {
 		a, b := &snap[x], &snap[y]
 		c := 0

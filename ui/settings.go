@@ -32,6 +32,7 @@ type settingsView struct {
 	folderMsg      *widget.Label
 	notifyFinished *widget.Check
 	notifyBreaker  *widget.Check
+	form           *widget.Form
 	content        fyne.CanvasObject
 }
 
@@ -61,26 +62,30 @@ func newSettingsView(w *Window) *settingsView {
 	if w.eng != nil {
 		sv.showLimits(w.eng.Limits())
 	}
-	sv.notifyFinished = widget.NewCheck("when all queued downloads have finished", func(b bool) {
-		w.prefs.SetBool(prefNotifyFinished, b)
-	})
+	// Checked before their callbacks are set: setting them from the
+	// preferences must not write the preferences back as the window opens
+	// (the write raced Fyne's reload of the file: "Preferences load error").
+	sv.notifyFinished = widget.NewCheck("when all queued downloads have finished", nil)
 	sv.notifyFinished.SetChecked(w.prefs.BoolWithFallback(prefNotifyFinished, true))
-	sv.notifyBreaker = widget.NewCheck("when a host's circuit breaker opens", func(b bool) {
-		w.prefs.SetBool(prefNotifyBreaker, b)
-	})
+	sv.notifyFinished.OnChanged = func(b bool) { w.prefs.SetBool(prefNotifyFinished, b) }
+	sv.notifyBreaker = widget.NewCheck("when a host's circuit breaker opens", nil)
 	sv.notifyBreaker.SetChecked(w.prefs.BoolWithFallback(prefNotifyBreaker, true))
+	sv.notifyBreaker.OnChanged = func(b bool) { w.prefs.SetBool(prefNotifyBreaker, b) }
 	form := widget.NewForm(
 		widget.NewFormItem("Download folder", container.NewVBox(
 			container.NewBorder(nil, nil, nil, container.NewHBox(open, sv.folderBtn), dir), sv.folderMsg)),
 		widget.NewFormItem("Database", db),
 		widget.NewFormItem("Defaults", container.NewHBox(sv.defaultsBtn)),
-		widget.NewFormItem("", widget.NewLabel("Hosts without settings of their own follow these; changes apply at once.")),
-		widget.NewFormItem("Requests per second", sv.rateCap),
-		widget.NewFormItem("Download speed, KiB/s", sv.speedCap),
+		widget.NewFormItem("", widget.NewLabel("Hosts without settings of their own follow these (rates per minute, per host); changes apply at once.")),
+		&widget.FormItem{Text: "Requests per second", Widget: sv.rateCap,
+			HintText: "over all hosts together (0: no cap); each host's own rate is per minute, in its settings"},
+		&widget.FormItem{Text: "Download speed, KiB/s", Widget: sv.speedCap,
+			HintText: "over all hosts together (0: no cap)"},
 		widget.NewFormItem("", container.NewBorder(nil, nil, sv.limitsBtn, nil, sv.limitsMsg)),
 		widget.NewFormItem("Notify me", container.NewVBox(sv.notifyFinished, sv.notifyBreaker)),
 		widget.NewFormItem("Version", widget.NewLabel("Heed "+w.opt.Version)),
 	)
+	sv.form = form
 	sv.content = container.NewVScroll(container.NewPadded(form))
 	return sv
 }
@@ -97,7 +102,7 @@ func (sv *settingsView) onDefaults() {
 func (sv *settingsView) showLimits(l engine.Limits) {
 	sv.rateCap.SetText(strconv.FormatFloat(l.RatePerSec, 'g', -1, 64))
 	sv.speedCap.SetText(strconv.FormatFloat(float64(l.BytesPerSec)/1024, 'g', -1, 64))
-	sv.limitsMsg.SetText("Caps over all hosts together, 0 for none; they apply at once and are kept.")
+	sv.limitsMsg.SetText("They apply at once and are kept.")
 }
 
 // readLimits parses the two entries; the error names the entry.

@@ -14,10 +14,14 @@
 package ui
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +30,7 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
 	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/driver/desktop"
 	"fyne.io/fyne/v2/layout"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
@@ -50,6 +55,10 @@ type Options struct {
 	// was given (engine.Options.OnJob, OnEvent); the per-host chart then
 	// counts every request, even those too short to be seen in flight.
 	Feed *Feed
+	// HostLabels names hosts the window would otherwise show as a bare
+	// address: heed demo's hosts, by host key ("127.0.0.3:41234" →
+	// "throttling"). The window shows "throttling · 127.0.0.3:41234".
+	HostLabels map[string]string
 }
 
 // Preference keys (U7).
@@ -63,12 +72,20 @@ const (
 )
 
 // ScreenshotEnv names the environment variable scripts/screenshot.sh uses
-// to drive the window on its own ten seconds after it opens: "select"
-// (select the most throttled host, showing its chart and timeline),
-// "edit" (the same, then open its settings form), "paste" (the Add URLs
-// dialog with a sample paste) or "jobs"/"history"/"settings" (that tab). Heed ignores
-// any other value; people never need it.
+// to drive the window on its own after it opens (see screenshotOpen):
+// "hosts" (the hosts view with the most throttled host selected, one host
+// paused and one host's breaker tripped), "edit" (that host's settings
+// form), "paste" (the Add URLs dialog after a sample paste), "jobs" (a
+// running download selected), "help" (what the hosts table's words mean),
+// "quit" (the close confirmation) or "history"/"settings" (that tab), each
+// optionally followed by "@WIDTHxHEIGHT" for the window's size. Once the
+// window shows what was asked it prints ScreenshotReady on its standard
+// output. Heed ignores any other value; people never need it.
 const ScreenshotEnv = "HEED_SCREENSHOT_OPEN"
+
+// ScreenshotReady is the line the window prints when a ScreenshotEnv view
+// is ready to be captured.
+const ScreenshotReady = "HEED_SCREENSHOT_READY"
 
 // Window is Heed's main window. Widget pointers are kept as fields so that
 // tests can drive them and the refresh loop can update them in place.
@@ -91,7 +108,16 @@ type Window struct {
 	form        *tunablesForm // the last tunables form opened (tests)
 	paste       *pasteDialog  // the last paste dialog opened (tests)
 
+	quit      *quitDialog // the close confirmation, while shown
+	tray      *trayMenu
+	notice    string    // a message for the status line (a notification that could not be shown)
+	noticeAt  time.Time // when it was set; it shows for noticeFor
+	canNotify bool      // the desktop shows notifications (Start asks D-Bus)
+	// openPath opens a folder in the desktop's file manager; tests replace it.
+	openPath func(path string) error
+
 	pausedAll bool
+	closed    bool          // the window has closed
 	stopped   error         // why the engine stopped downloading, if it did
 	pending   atomic.Bool   // an update is queued on the Fyne thread
 	kick      chan struct{} // refresh now (after a user action)
@@ -113,7 +139,11 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 		win:   a.NewWindow("Heed"),
 		prefs: a.Preferences(),
 		kick:  make(chan struct{}, 1),
+		// Until Start has asked the desktop: tests, which never start the
+		// loop, see the notifications on the test app.
+		canNotify: true,
 	}
+	w.openPath = w.openFolderPath
 	w.poll = newPoller(eng, opt.Feed)
 	w.status = widget.NewLabel("Heed " + opt.Version + " · database " + opt.DBPath + " · downloads to " + opt.Dir)
 	w.status.Truncation = fyne.TextTruncateEllipsis
@@ -123,9 +153,10 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 
 	w.hosts = newHostsView(w)
 	w.hosts.sort = sortSpec{col: w.prefs.IntWithFallback(prefSortCol, colHost), desc: w.prefs.Bool(prefSortDesc)}
-	if w.hosts.sort.col < 0 || w.hosts.sort.col >= len(hostColumns) {
+	if w.hosts.sort.col <= colAction || w.hosts.sort.col >= len(hostColumns) {
 		w.hosts.sort = sortSpec{col: colHost}
 	}
+	w.hosts.table.sortCol, w.hosts.table.sortDesc = w.hosts.sort.col, w.hosts.sort.desc
 	w.poll.setView(w.hosts.sort, "")
 	w.jobs = newJobsView(w)
 	w.history = newHistoryView(w)
@@ -147,6 +178,9 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 	w.win.Canvas().AddShortcut(&fyne.ShortcutPaste{}, func(fyne.Shortcut) { w.onPasteShortcut() })
 	w.win.SetOnDropped(w.onDropped)
 	w.win.SetOnClosed(w.onClosed)
+	w.win.SetCloseIntercept(w.onCloseRequest)
+	w.win.SetMaster() // with a tray icon, closing the window still quits
+	w.tray = w.newTrayMenu()
 	return w
 }
 
@@ -161,6 +195,41 @@ func (w *Window) EngineStopped(err error) {
 			"free some space (or fix the database), then start Heed again.", err), w.win)
 		w.refreshSoon()
 	})
+}
+
+// showProblem shows, in the window, an error the window's own action met
+// (never on stderr, which a person running Heed from a menu never sees).
+func (w *Window) showProblem(what string, err error) {
+	dialog.ShowError(fmt.Errorf("%s: %w", what, err), w.win)
+}
+
+// noticeFor is how long a notice stays in the status line.
+const noticeFor = 30 * time.Second
+
+// note puts msg at the start of the status line for a while.
+func (w *Window) note(msg string) {
+	w.notice, w.noticeAt = msg, time.Now()
+}
+
+// notify sends a desktop notification, or, where the desktop has no
+// notification service (no D-Bus session, no notification daemon), says
+// it in the status line instead: Fyne would only have written an error to
+// stderr.
+func (w *Window) notify(title, content string) {
+	if w.canNotify {
+		w.app.SendNotification(fyne.NewNotification(title, content))
+		return
+	}
+	w.note(title + ": " + content)
+}
+
+// hostName is how a host shows: its key, after its label when the window
+// has one ("throttling · 127.0.0.3:41234").
+func (w *Window) hostName(host string) string {
+	if l := w.opt.HostLabels[host]; l != "" {
+		return l + " · " + host
+	}
+	return host
 }
 
 // Window returns the underlying Fyne window.
@@ -181,6 +250,18 @@ func (w *Window) Start() {
 	w.stop = cancel
 	go w.loop(ctx)
 	go w.countsLoop(ctx)
+	w.canNotify = false
+	go func() {
+		d := probeDesktop()
+		fyne.Do(func() {
+			w.canNotify = d.notifications
+			if desk, ok := w.app.(desktop.App); ok && d.tray {
+				desk.SetSystemTrayMenu(w.tray.menu)
+				desk.SetSystemTrayWindow(w.win)
+				w.tray.shown = true
+			}
+		})
+	}()
 	if v := os.Getenv(ScreenshotEnv); v != "" {
 		go w.screenshotOpen(ctx, v)
 	}
@@ -196,6 +277,7 @@ func (w *Window) Stop() {
 }
 
 func (w *Window) onClosed() {
+	w.closed = true
 	s := w.win.Canvas().Size()
 	if s.Width > 100 && s.Height > 100 {
 		w.prefs.SetFloat(prefWidth, float64(s.Width))
@@ -304,32 +386,46 @@ func (w *Window) apply(u hostUpdate) {
 		w.pauseAllBtn.SetText("Pause all")
 		w.pauseAllBtn.SetIcon(theme.MediaPauseIcon())
 	}
-	line := fmt.Sprintf("%d hosts · %d queued · %d/%d in flight", st.Hosts, queued, st.Inflight, st.InflightCap)
+	if len(u.opened) > 0 && w.prefs.BoolWithFallback(prefNotifyBreaker, true) {
+		names := make([]string, len(u.opened))
+		for i, h := range u.opened {
+			names[i] = w.hostName(h)
+		}
+		msg := "Heed stopped sending requests to " + names[0] + " after repeated failures."
+		if len(names) > 1 {
+			msg = fmt.Sprintf("Heed stopped sending requests to %d hosts after repeated failures: %s",
+				len(names), strings.Join(names[:min(len(names), 3)], ", "))
+		}
+		w.notify("Circuit breaker open", msg)
+	}
+	if u.drained && w.prefs.BoolWithFallback(prefNotifyFinished, true) {
+		w.notify("Heed: all downloads finished", "Nothing is queued or in flight any more.")
+	}
+	w.status.SetText(w.statusLine(st, queued, u.now))
+}
+
+// statusLine is the line at the bottom of the window: a notice, then how
+// many hosts and jobs there are and where downloads go.
+func (w *Window) statusLine(st engine.Stats, queued int64, now time.Time) string {
+	line := fmt.Sprintf("%s · %s queued · %d of %d requests in flight", plural(st.Hosts, "host", "hosts"),
+		fmtInt(queued), st.Inflight, st.InflightCap)
 	if st.PausedAll {
 		line += " · ALL PAUSED"
+	}
+	if w.notice != "" && now.Sub(w.noticeAt) < noticeFor {
+		line = w.notice + " · " + line
 	}
 	if w.stopped != nil {
 		line = "DOWNLOADS STOPPED: " + w.stopped.Error() + " · " + line
 	}
-	w.status.SetText(line + " · downloads to " + w.opt.Dir + " · Heed " + w.opt.Version)
-	if len(u.opened) > 0 && w.prefs.BoolWithFallback(prefNotifyBreaker, true) {
-		msg := "Heed stopped sending requests to " + u.opened[0] + " after repeated failures."
-		if len(u.opened) > 1 {
-			msg = fmt.Sprintf("Heed stopped sending requests to %d hosts after repeated failures: %s",
-				len(u.opened), strings.Join(u.opened[:min(len(u.opened), 3)], ", "))
-		}
-		w.app.SendNotification(fyne.NewNotification("Circuit breaker open", msg))
-	}
-	if u.drained && w.prefs.BoolWithFallback(prefNotifyFinished, true) {
-		w.app.SendNotification(fyne.NewNotification("Heed: all downloads finished",
-			"Nothing is queued or in flight any more."))
-	}
+	return line + " · downloads to " + w.opt.Dir + " · Heed " + w.opt.Version
 }
 
 func (w *Window) onSecond() {
 	if w.tabs.Selected() != nil && w.tabs.Selected().Text == "Jobs" {
 		w.jobs.reload()
 	}
+	w.updateTray()
 }
 
 func (w *Window) onTab() {
@@ -357,55 +453,47 @@ func (w *Window) onPauseAll() {
 	})
 }
 
-// openFolder opens the download folder in the desktop's file manager.
+// openFolder opens the download folder in the desktop's file manager, off
+// the Fyne thread; when there is none, the window says so and where the
+// folder is.
 func (w *Window) openFolder() {
-	u := &url.URL{Scheme: "file", Path: w.opt.Dir}
-	if err := w.app.OpenURL(u); err != nil {
-		fyne.LogError("opening the download folder", err)
-		w.status.SetText("cannot open the download folder " + w.opt.Dir + " here (" + err.Error() + "): open it yourself")
-	}
+	dir, open := w.opt.Dir, w.openPath
+	w.background(func() {
+		err := open(dir)
+		if err == nil {
+			return
+		}
+		fyne.Do(func() {
+			w.showProblem("Cannot open the download folder "+dir+" here; open it yourself", err)
+			w.note("cannot open " + dir + ": " + err.Error())
+		})
+	})
 }
 
-// screenshotOpen opens what ScreenshotEnv asks for after the demo hosts
-// had time to get into their states.
-func (w *Window) screenshotOpen(ctx context.Context, what string) {
-	select {
-	case <-ctx.Done():
-		return
-	case <-time.After(10 * time.Second):
+// openFolderPath opens path with the desktop's opener, and reports an
+// opener that is missing or fails (xdg-open without a file manager says so
+// on stderr and exits non-zero: its words become the error).
+func (w *Window) openFolderPath(path string) error {
+	switch runtime.GOOS {
+	case "linux", "freebsd", "openbsd", "netbsd", "dragonfly":
+	default:
+		return w.app.OpenURL(&url.URL{Scheme: "file", Path: path})
 	}
-	fyne.Do(func() {
-		switch what {
-		case "paste":
-			w.onPasteAdd(w.showPaste("https://mirror.example.invalid/report.pdf\nhttps://mirror.example.invalid/data.csv\n" +
-				"https://mirror.example.invalid/report.pdf\nftp://old.example.net/file.zip\nwww.example.org/no-scheme\n"))
-		case "edit", "select":
-			var best *engine.HostSnapshot
-			for i := range w.hosts.model.snap {
-				s := &w.hosts.model.snap[i]
-				if best == nil || s.Throttles > best.Throttles {
-					best = s
-				}
-			}
-			if best != nil {
-				w.hosts.setSelected(best.Host)
-				if what == "edit" {
-					w.hosts.onEdit()
-				}
-			}
-			if what == "select" { // show a paused host too, paused the way a person would
-				if snap := w.hosts.model.snap; len(snap) > 1 && best != nil && snap[len(snap)-1].Host != best.Host {
-					w.hosts.togglePause(snap[len(snap)-1].Host)
-				}
-			}
-		case "jobs":
-			w.tabs.SelectIndex(1)
-		case "history":
-			w.tabs.SelectIndex(2)
-		case "settings":
-			w.tabs.SelectIndex(3)
+	var out bytes.Buffer
+	cmd := exec.Command("xdg-open", path)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 2 * time.Second // a file manager it starts may keep the pipe open
+	err := cmd.Run()
+	if errors.Is(err, exec.ErrNotFound) {
+		return errors.New("there is no xdg-open to open folders with")
+	}
+	if err != nil && !errors.Is(err, exec.ErrWaitDelay) {
+		if msg := strings.TrimSpace(out.String()); msg != "" {
+			return fmt.Errorf("%s (%w)", msg, err)
 		}
-	})
+		return fmt.Errorf("xdg-open: %w (is a file manager installed?)", err)
+	}
+	return nil
 }
 
 func layoutSpacer() fyne.CanvasObject { return layout.NewSpacer() }

@@ -105,8 +105,8 @@ func TestPaste_U4_QueuesInEngineAndReports(t *testing.T) {
 	assert.Len(t, p.report.Duplicates, 1)
 	require.Len(t, p.report.Rejected, 1)
 	assert.Contains(t, p.result.Text, "2 queued")
-	assert.Contains(t, p.result.Text, "1 skipped")
-	assert.Contains(t, p.result.Text, "1 rejected")
+	assert.Contains(t, p.result.Text, "1 already known")
+	assert.Contains(t, p.result.Text, "1 line rejected")
 	assert.Contains(t, p.details.Text, "ftp://old.example/f", "the rejected line is listed")
 	assert.Contains(t, p.details.Text, p.report.Rejected[0].Reason, "with its reason")
 	h.w.tickNow(time.Now())
@@ -241,8 +241,10 @@ func TestHosts_U3_PauseButtonPausesHostInEngine(t *testing.T) {
 
 	// The row's own button resumes it.
 	h.w.tickNow(time.Now())
-	btn := h.cellAt(t, "p.example", colAction).button
-	assert.Equal(t, "Resume", btn.Text)
+	c := h.cellAt(t, "p.example", colAction)
+	btn := c.button
+	assert.Equal(t, "Resume", c.btnText)
+	assert.Equal(t, theme.MediaPlayIcon(), btn.Icon, "a narrow column shows the ▶ alone")
 	test.Tap(btn)
 	s, _ = core.HostSnapshot("p.example")
 	assert.False(t, s.Paused, "the row button resumes the host")
@@ -255,9 +257,9 @@ func TestEdit_U3_InvalidValueRefusedNothingChanges(t *testing.T) {
 	cases := []struct {
 		name, field, value, msg string
 	}{
-		{"zero rate", "rate_per_min", "0", "“Rate (requests/min)”: 0 is out of range"},
-		{"rate not a number", "rate_per_min", "fast", "“Rate (requests/min)”"},
-		{"rate above bound", "rate_per_min", "700000", "“Rate (requests/min)”"},
+		{"zero rate", "rate_per_min", "0", "“Rate (requests per minute)”: 0 is out of range"},
+		{"rate not a number", "rate_per_min", "fast", "“Rate (requests per minute)”"},
+		{"rate above bound", "rate_per_min", "700000", "“Rate (requests per minute)”"},
 		{"burst zero", "burst", "0", "“Burst”"},
 		{"bad duration", "backoff_base", "soon", "“Backoff base”"},
 		{"backoff max below base", "backoff_max", "10ms", "“Backoff max”: 10ms is below “Backoff base”"},
@@ -323,7 +325,7 @@ func TestSettings_U7_DefaultsFormSavesThroughEngine(t *testing.T) {
 	f.entries["rate_per_min"].SetText("-1")
 	test.Tap(f.save)
 	h.w.bg.Wait()
-	assert.Contains(t, f.errLabel.Text, "“Rate (requests/min)”")
+	assert.Contains(t, f.errLabel.Text, "“Rate (requests per minute)”")
 	assert.Equal(t, 30.0, h.eng.Core().Defaults().RatePerMin, "an invalid default changes nothing")
 }
 
@@ -384,22 +386,23 @@ func TestHosts_U1_ThrottledHostShowsLevelCountdownAndBreaker(t *testing.T) {
 	h.w.tickNow(now.Add(2 * time.Second))
 
 	backoff := h.cellAt(t, "slow.example", colBackoff).text.Text
-	assert.Regexp(t, regexp.MustCompile(`^level 1 · 2\ds$`), backoff, "level and countdown to the gate")
+	assert.Equal(t, "level 1", backoff, "the level; the countdown is in State, once")
 	state := h.cellAt(t, "slow.example", colState)
-	assert.Equal(t, "waiting (backoff gate)", state.text.Text)
-	assert.Equal(t, colWaiting, state.bg.FillColor, "state in colour too")
+	assert.Regexp(t, `^backing off 2\d s after 1 throttle \(server asked 30 s\)$`, state.full,
+		"in plain words, with the countdown and what the server asked")
+	assert.Equal(t, paintBackoff, state.bg.FillColor, "state in colour too")
 	br := h.cellAt(t, "slow.example", colBreaker)
 	assert.Equal(t, "closed · 1 failed", br.text.Text, "a 429 counts as a failure for the breaker")
 	assert.Equal(t, "429", h.cellAt(t, "slow.example", colLast).text.Text)
 
 	open := h.cellAt(t, "down.example", colBreaker)
-	assert.Regexp(t, regexp.MustCompile(`^open · half-open in 2\ds$`), open.text.Text)
-	assert.Equal(t, colOpen, open.bg.FillColor)
-	assert.Equal(t, "breaker open", h.cellAt(t, "down.example", colState).text.Text)
+	assert.Regexp(t, regexp.MustCompile(`^open · probe in 2\d s$`), open.full)
+	assert.Equal(t, paintFailing, open.bg.FillColor)
+	assert.Regexp(t, `^breaker open \(tripped by hand\), probe in 2\d s$`, h.cellAt(t, "down.example", colState).full)
 
 	// The countdown runs on with the next tick.
 	h.w.tickNow(now.Add(12 * time.Second))
-	assert.Regexp(t, regexp.MustCompile(`^level 1 · 1\ds$`), h.cellAt(t, "slow.example", colBackoff).text.Text)
+	assert.Regexp(t, `^backing off 1\d s after`, h.cellAt(t, "slow.example", colState).full)
 }
 
 // U1: the tokens bar out of the burst, in flight out of the cap, and the host's queued / done /
@@ -410,8 +413,8 @@ func TestHosts_U1_TokensInflightAndJobCounts(t *testing.T) {
 	// One job failed in an earlier run, as the database has it.
 	_, err := h.db.Start(context.Background(), rep.Queued[2], "3.part")
 	require.NoError(t, err)
-	require.NoError(t, h.db.Finish(context.Background(), engine.End{JobID: rep.Queued[2], State: engine.JobFailed,
-		Error: "HTTP 404", Status: 404}))
+	finish(t, h.db, engine.End{JobID: rep.Queued[2], State: engine.JobFailed,
+		Error: "HTTP 404", Status: 404})
 	h.eng.Core().Remove(rep.Queued[2])
 	core := h.eng.Core()
 	now := time.Now()
@@ -422,10 +425,12 @@ func TestHosts_U1_TokensInflightAndJobCounts(t *testing.T) {
 	h.w.tickNow(now.Add(time.Millisecond))
 
 	tokens := h.cellAt(t, "busy.example", colTokens)
-	assert.Equal(t, "3.0 / 4", tokens.text.Text, "one of the burst's four tokens spent")
+	assert.Equal(t, "3 / 4", tokens.text.Text, "one of the burst's four tokens spent")
 	assert.InDelta(t, 0.75, tokens.frac, 0.01, "the bar")
 	assert.Equal(t, "1 / 1", h.cellAt(t, "busy.example", colInflight).text.Text, "in flight / max_inflight")
-	assert.Equal(t, "2 / 0 / 1", h.cellAt(t, "busy.example", colJobs).text.Text, "queued / done / failed")
+	assert.Equal(t, "2", h.cellAt(t, "busy.example", colQueued).text.Text, "queued")
+	assert.Equal(t, "0", h.cellAt(t, "busy.example", colDone).text.Text, "done")
+	assert.Equal(t, "1", h.cellAt(t, "busy.example", colFailed).text.Text, "failed")
 }
 
 func TestHosts_U3_BreakerActionsAndTimeline(t *testing.T) {
@@ -468,7 +473,7 @@ func TestHosts_B5_BreakerControlsOnlyWhereTheyAct(t *testing.T) {
 	assert.False(t, hv.probeBtn.Disabled())
 	assert.False(t, hv.resetBtn.Disabled())
 	assert.True(t, hv.tripBtn.Disabled(), "open already")
-	assert.Regexp(t, `^c\.example — breaker open · half-open in \d+(\.\d)?s$`, hv.selLabel.Text)
+	assert.Regexp(t, `^c\.example — breaker open \(tripped by hand\), probe in \d+(\.\d)? s$`, hv.selLabel.Text)
 	test.Tap(hv.probeBtn)
 	assert.Contains(t, hv.selLabel.Text, "half-open")
 }
@@ -529,21 +534,62 @@ func TestChart_U3_RecordsStartsThrottlesAndGate(t *testing.T) {
 	assert.NotZero(t, s.b[chartSeconds-41].flags&flagGate, "40 s ago the host was behind its gate too")
 }
 
+// failUntilOpen answers host's requests with 500 until its breaker opens
+// (B1), from now on, and returns the instant it did.
+func failUntilOpen(t *testing.T, core *engine.Core, host string, now time.Time) time.Time {
+	t.Helper()
+	for i := range 20 {
+		core.Add(int64(9000+i), host, now)
+		d, ok, wake := core.Next(now)
+		if !ok && !wake.IsZero() {
+			now = wake
+			d, ok, _ = core.Next(now)
+		}
+		require.True(t, ok)
+		core.Observe(d, engine.Outcome{Status: 500, Attempts: 1}, now)
+		if s, _ := core.HostSnapshot(host); s.Breaker == engine.Open {
+			return now
+		}
+		now = now.Add(2 * time.Second)
+	}
+	require.Fail(t, "the breaker did not open")
+	return now
+}
+
+// U7: a breaker that failures open is a notification (where the desktop
+// has none, a line in the status bar); one the person trips is not, and
+// the setting turns them off.
 func TestNotify_U7_BreakerOpenAndSetting(t *testing.T) {
 	h := newHarness(t)
 	h.add(t, "https://n.example/1")
-	test.AssertNotificationSent(t, &fyne.Notification{Title: "Circuit breaker open",
-		Content: "Heed stopped sending requests to n.example after repeated failures."}, func() {
-		h.eng.Core().TripBreaker("n.example")
+	core := h.eng.Core()
+	test.AssertNotificationSent(t, nil, func() {
+		core.TripBreaker("n.example")
 		h.w.tickNow(time.Now())
 	})
-	h.eng.Core().ResetBreaker("n.example")
+	core.ResetBreaker("n.example")
+	h.w.tickNow(time.Now())
+	test.AssertNotificationSent(t, &fyne.Notification{Title: "Circuit breaker open",
+		Content: "Heed stopped sending requests to n.example after repeated failures."}, func() {
+		h.w.tickNow(failUntilOpen(t, core, "n.example", time.Now()))
+	})
+	core.ResetBreaker("n.example")
 	h.w.tickNow(time.Now())
 	h.w.settings.notifyBreaker.SetChecked(false)
 	test.AssertNotificationSent(t, nil, func() {
-		h.eng.Core().TripBreaker("n.example")
-		h.w.tickNow(time.Now())
+		h.w.tickNow(failUntilOpen(t, core, "n.example", time.Now()))
 	})
+
+	// Without a notification service the status line says it.
+	h.w.settings.notifyBreaker.SetChecked(true)
+	h.w.canNotify = false
+	core.ResetBreaker("n.example")
+	h.w.tickNow(time.Now())
+	test.AssertNotificationSent(t, nil, func() {
+		h.w.tickNow(failUntilOpen(t, core, "n.example", time.Now()))
+	})
+	assert.True(t, strings.HasPrefix(h.w.status.Text,
+		"Circuit breaker open: Heed stopped sending requests to n.example after repeated failures. · "), h.w.status.Text)
 }
 
 func TestHosts_U1_SortByClickedColumn(t *testing.T) {
@@ -561,9 +607,9 @@ func TestHosts_U1_SortByClickedColumn(t *testing.T) {
 	assert.Equal(t, []string{"c.example", "b.example", "a.example"}, names(), "a second click reverses")
 	h.w.poll.loadCounts() // the hosts' job counts, from the database
 	h.w.tickNow(time.Now())
-	h.w.hosts.sortBy(colJobs)
+	h.w.hosts.sortBy(colQueued)
 	assert.Equal(t, "b.example", names()[2], "by queued jobs, most last")
-	assert.Equal(t, colJobs, h.w.prefs.Int(prefSortCol), "the sort is remembered")
+	assert.Equal(t, colQueued, h.w.prefs.Int(prefSortCol), "the sort is remembered")
 }
 
 func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
@@ -572,8 +618,8 @@ func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
 	h.eng.Core().PauseHost("j.example", "user")
 	h.w.jobs.reload()
 	h.w.bg.Wait()
-	require.Len(t, h.w.jobs.rows, 2)
-	assert.Equal(t, "host: host paused", h.w.jobs.rows[0].why)
+	require.Len(t, h.w.jobs.rows(), 2)
+	assert.Equal(t, "host: paused by you", h.w.jobs.rows()[0].why[0])
 
 	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
 	test.Tap(h.w.jobs.pause)
@@ -581,8 +627,8 @@ func TestJobs_U5_PageShowsWhyAndActsOnJob(t *testing.T) {
 	j, err := h.db.Jobs(context.Background(), engine.JobQuery{State: engine.JobPaused})
 	require.NoError(t, err)
 	require.Len(t, j, 1)
-	assert.Equal(t, h.w.jobs.rows[1].rec.ID, j[0].ID)
-	assert.Equal(t, "paused by you", h.w.jobs.rows[1].why)
+	assert.Equal(t, h.w.jobs.rows()[1].rec.ID, j[0].ID)
+	assert.Equal(t, "paused by you", h.w.jobs.rows()[1].why[0])
 }
 
 // U5: the actions act on the job the highlight is on. A job that leaves the
@@ -594,14 +640,14 @@ func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
 	h.eng.Core().PauseHost("s.example", "user")
 	h.w.jobs.state.SetSelected("queued")
 	h.w.bg.Wait()
-	require.Len(t, h.w.jobs.rows, 3)
+	require.Len(t, h.w.jobs.rows(), 3)
 	assert.True(t, h.w.jobs.cancel.Disabled(), "nothing selected, nothing to act on")
-	first := h.w.jobs.rows[0].rec.ID
+	first := h.w.jobs.rows()[0].rec.ID
 	h.w.jobs.table.Select(widget.TableCellID{Row: 0, Col: 1})
 	require.False(t, h.w.jobs.cancel.Disabled())
 	test.Tap(h.w.jobs.cancel)
 	h.w.bg.Wait()
-	require.Len(t, h.w.jobs.rows, 2, "the cancelled job left the queued filter")
+	require.Len(t, h.w.jobs.rows(), 2, "the cancelled job left the queued filter")
 	assert.Zero(t, h.w.jobs.selected)
 	assert.True(t, h.w.jobs.cancel.Disabled())
 	test.Tap(h.w.jobs.cancel) // does nothing: no job is selected
@@ -612,15 +658,15 @@ func TestJobs_U5_ActionsFollowTheHighlightedJob(t *testing.T) {
 
 	// A selected job still on the page stays selected at its new row, and
 	// its URL and reason are shown whole below the table.
-	second := h.w.jobs.rows[1].rec.ID
+	second := h.w.jobs.rows()[1].rec.ID
 	h.w.jobs.table.Select(widget.TableCellID{Row: 1, Col: 1})
 	h.w.jobs.state.SetSelected("all")
 	h.w.bg.Wait()
-	require.Len(t, h.w.jobs.rows, 3)
+	require.Len(t, h.w.jobs.rows(), 3)
 	assert.Equal(t, second, h.w.jobs.selected)
 	assert.NotEqual(t, first, h.w.jobs.selected)
 	assert.Contains(t, h.w.jobs.detail.Text, fmt.Sprintf("Job %d: https://s.example/", second))
-	assert.Contains(t, h.w.jobs.detail.Text, "host paused")
+	assert.Contains(t, h.w.jobs.detail.Text, "host: paused by you")
 }
 
 // Canvas text is cut to its cell, with "…", instead of running over the
@@ -650,8 +696,8 @@ func TestJobs_U5_ResumeCancelRetrySelected(t *testing.T) {
 	h.add(t, "https://k.example/1")
 	h.w.jobs.reload()
 	h.w.bg.Wait()
-	require.Len(t, h.w.jobs.rows, 1)
-	id := h.w.jobs.rows[0].rec.ID
+	require.Len(t, h.w.jobs.rows(), 1)
+	id := h.w.jobs.rows()[0].rec.ID
 	h.w.jobs.table.Select(widget.TableCellID{Row: 0, Col: 1})
 	state := func() engine.JobState {
 		t.Helper()
@@ -732,7 +778,7 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 			h.w.history.outcome.SetSelected(tc.outcome)
 			h.w.history.firstPage()
 			var got []int64
-			for _, a := range h.w.history.rows {
+			for _, a := range h.w.history.rows() {
 				got = append(got, a.JobID)
 			}
 			assert.Equal(t, tc.want, got)
@@ -755,7 +801,7 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 	for _, l := range lines[1:] {
 		assert.Contains(t, l, "a.example")
 	}
-	assert.Equal(t, "exported to "+out, h.w.history.info.Text)
+	assert.Equal(t, "exported to "+out, h.w.history.note.Text)
 }
 
 // U1: before any URL is added the hosts table says how to add some, below
@@ -764,7 +810,7 @@ func TestHistory_U6_NewestFirstFilteredByHostAndOutcome(t *testing.T) {
 func TestHosts_U1_EmptyHintBelowHeaderUntilAHostArrives(t *testing.T) {
 	h := newHarness(t)
 	hv := h.w.hosts
-	require.True(t, hv.empty.Visible())
+	require.True(t, hv.emptyBox.Visible())
 	d := h.app.Driver()
 	tableTop := d.AbsolutePositionForObject(hv.table).Y
 	header := widget.NewLabel("Host").MinSize().Height
@@ -772,7 +818,7 @@ func TestHosts_U1_EmptyHintBelowHeaderUntilAHostArrives(t *testing.T) {
 		"the hint starts below the header row")
 
 	h.add(t, "https://a.example/1")
-	assert.False(t, hv.empty.Visible())
+	assert.False(t, hv.emptyBox.Visible())
 }
 
 // RELIABILITY 35: when the engine stops downloading on its own (its
@@ -817,7 +863,7 @@ func TestHistory_U6_TookInMilliseconds(t *testing.T) {
 		900 * time.Microsecond:  "0.9 ms",
 		37 * time.Millisecond:   "37 ms",
 		999 * time.Millisecond:  "999 ms",
-		2500 * time.Millisecond: "2.5s",
+		2500 * time.Millisecond: "2.5 s",
 	} {
 		assert.Equal(t, want, fmtTook(d), d.String())
 	}
@@ -829,10 +875,11 @@ func TestJobs_U5_NothingMatchesSaysSo(t *testing.T) {
 	h.add(t, "https://m.example/1")
 	h.w.jobs.state.SetSelected("failed")
 	h.w.bg.Wait()
-	assert.Empty(t, h.w.jobs.rows)
-	assert.Equal(t, "no jobs match", h.w.jobs.pageInfo.Text)
+	assert.Empty(t, h.w.jobs.rows())
+	assert.Equal(t, "no jobs match", h.w.jobs.pt.info.Text)
 	h.w.jobs.state.SetSelected("all")
 	h.w.bg.Wait()
-	assert.Equal(t, "page 1", h.w.jobs.pageInfo.Text)
-	assert.Equal(t, "page 3: no more attempts", pageText(3, 0, "attempts"))
+	assert.Equal(t, "page 1", h.w.jobs.pt.info.Text)
+	assert.Equal(t, "page 3: no more attempts", pageText(3, 0, 200, 0, false, "attempts"))
+	assert.Equal(t, "page 2 of 62 · 12,345 jobs", pageText(2, 200, 200, 12345, true, "jobs"))
 }
