@@ -130,6 +130,11 @@ type JobLine struct {
 	Attempts  int      `json:"attempts"`
 	Throttled int      `json:"throttled"`
 	LastError string   `json:"last_error"`
+	// Crawl (W10): the crawl that found it (0: none), its depth from a
+	// seed, and the page that linked to it ("" for a seed).
+	CrawlID int64  `json:"crawl_id"`
+	Depth   int    `json:"depth"`
+	FoundOn string `json:"found_on"`
 	// Unnamed is set on a done job whose file has yet to take its name:
 	// Heed stopped between recording it done and naming it, and its next
 	// start names it.
@@ -140,7 +145,41 @@ type JobLine struct {
 func JobLineOf(j Job) JobLine {
 	return JobLine{ID: j.ID, URL: fetch.Redact(j.URL), Host: j.Host, State: j.State, File: j.File,
 		Bytes: j.Bytes, SHA256: j.SHA256, Attempts: j.Attempts, Throttled: j.Throttled, LastError: j.LastError,
+		CrawlID: j.CrawlID, Depth: j.Depth, FoundOn: fetch.Redact(j.FoundOn),
 		Unnamed: j.State == JobDone && j.Part != ""}
+}
+
+// CrawlLine is one line of heed crawls --json (W10).
+type CrawlLine struct {
+	ID         int64      `json:"id"`
+	Seeds      []string   `json:"seeds"`
+	Scope      string     `json:"scope"`
+	Depth      int        `json:"depth"`
+	MaxPages   int        `json:"max_pages"`
+	Robots     bool       `json:"robots"`
+	State      CrawlState `json:"state"`
+	Created    time.Time  `json:"created"`
+	Done       int64      `json:"done"`
+	Queued     int64      `json:"queued"`
+	Active     int64      `json:"active"`
+	Paused     int64      `json:"paused"`
+	Skipped    int64      `json:"skipped"`
+	Failed     int64      `json:"failed"`
+	Cancelled  int64      `json:"cancelled"`
+	OutOfScope int64      `json:"out_of_scope"`
+	Bytes      int64      `json:"bytes"`
+}
+
+// CrawlLineOf is c as CrawlLine, its seeds' passwords masked.
+func CrawlLineOf(c Crawl) CrawlLine {
+	seeds := make([]string, len(c.Seeds))
+	for i, s := range c.Seeds {
+		seeds[i] = fetch.Redact(s)
+	}
+	n := c.Counts
+	return CrawlLine{ID: c.ID, Seeds: seeds, Scope: c.Scope, Depth: c.Depth, MaxPages: c.MaxPages, Robots: c.Robots,
+		State: c.State, Created: c.Created, Done: n.Done, Queued: n.Queued, Active: n.Active, Paused: n.Paused,
+		Skipped: n.Skipped, Failed: n.Failed, Cancelled: n.Cancelled, OutOfScope: c.OutOfScope, Bytes: c.Bytes}
 }
 
 // EachJob calls fn for every job q selects, in id order, reading a page at

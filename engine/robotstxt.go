@@ -63,19 +63,26 @@ func (c *robotsCache) entry(host string) *hostRobots {
 	return h
 }
 
-// usable is the rules to follow at now without a fetch, nil when a fetch
-// is due.
+// usable is the rules of the file kept that stand at now: fetched within a
+// day, or, while the file is unreachable, within 30 days; nil when none.
 func (h *hostRobots) usable(now time.Time) *robots.Rules {
 	age := now.Sub(h.file.Fetched)
 	switch {
 	case h.file.Fetched.IsZero():
 		return nil
-	case h.failed == "" && age < robotsFresh:
-		return h.rules
-	case h.failed != "" && now.Before(h.retryAt) && age < robotsStale:
+	case h.failed == "" && age < robotsFresh, h.failed != "" && age < robotsStale:
 		return h.rules
 	}
 	return nil
+}
+
+// due says whether the file is to be fetched at now: never fetched, kept
+// over a day, or unreachable when last asked and its backoff over.
+func (h *hostRobots) due(now time.Time) bool {
+	if h.failed != "" {
+		return !now.Before(h.retryAt)
+	}
+	return h.file.Fetched.IsZero() || now.Sub(h.file.Fetched) >= robotsFresh
 }
 
 // known returns the rules in force for host when they are known now, nil
@@ -85,7 +92,9 @@ func (c *robotsCache) known(host string) *robots.Rules {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if h := c.hosts[host]; h != nil && h.fetching == nil {
-		return h.usable(time.Now())
+		if now := time.Now(); !h.due(now) {
+			return h.usable(now)
+		}
 	}
 	return nil
 }
@@ -114,10 +123,10 @@ func (e *Engine) askRobots(ctx context.Context, host string, now time.Time) robo
 	if h.fetching != nil {
 		return robotsAnswer{wait: h.fetching}
 	}
-	if r := h.usable(now); r != nil {
-		return robotsAnswer{rules: r}
-	}
-	if h.failed != "" && now.Before(h.retryAt) {
+	if !h.due(now) {
+		if r := h.usable(now); r != nil {
+			return robotsAnswer{rules: r}
+		}
 		return robotsAnswer{rules: robots.DisallowAll(), until: h.retryAt, why: h.failed}
 	}
 	h.fetching = make(chan struct{})
@@ -320,8 +329,12 @@ func (t *try) fetchRobots(u *url.URL) (robotsAnswer, bool) {
 	}
 	now := time.Now()
 	status := res.Status
-	if res.Class != fetch.OK && res.Class != fetch.HTTPStatus || status >= 200 && status <= 299 && !res.Done {
-		status = 0 // no answer, or a body cut short: unreachable
+	loop := res.Redirect != nil && res.Class == fetch.OK // still redirected after robotsHops
+	if loop || res.Class != fetch.OK && res.Class != fetch.HTTPStatus || status >= 200 && status <= 299 && !res.Done {
+		// No answer, a body cut short, or redirects without end: the file
+		// is unreachable, not unavailable — never "allow all" on an error
+		// (RELIABILITY 46).
+		status = 0
 	}
 	rules, temporary := robots.Verdict(status, body, robotsAgent)
 	f := RobotsFile{Host: host, Fetched: now, Status: status, Body: body}
@@ -334,11 +347,13 @@ func (t *try) fetchRobots(u *url.URL) (robotsAnswer, bool) {
 		return ans, true
 	}
 	failed := fmt.Sprintf("HTTP %d", status)
-	if status == 0 {
+	switch {
+	case loop:
+		failed = fmt.Sprintf("more than %d redirects", robotsHops)
+	case status == 0 && res.Err != nil:
+		failed = "no answer: " + res.Err.Error()
+	case status == 0:
 		failed = "no answer"
-		if res.Err != nil {
-			failed = "no answer: " + res.Err.Error()
-		}
 	}
 	retryAt := dec.NextTry
 	if retryAt.IsZero() {
@@ -362,7 +377,8 @@ func (t *try) fetchRobots(u *url.URL) (robotsAnswer, bool) {
 		outcome = "retry"
 	}
 	dec.Reason = fmt.Sprintf("robots.txt: %s, so nothing else is fetched for now (W4)", failed)
-	if dec.Fail {
+	if outcome == "failed" {
+		dec.Fail = true
 		dec.Reason = fmt.Sprintf("robots.txt could not be fetched (%s) within %s: nothing else may be fetched (W4)",
 			failed, plural(job.Attempts, "attempt"))
 	}

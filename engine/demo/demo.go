@@ -36,6 +36,11 @@
 // Random choices (which request fails, where a body is cut) come from a
 // generator per host seeded from Config.Seed, so a run with the same seed and
 // the same request order makes the same choices.
+//
+// Site, apart from the hosts, is a small web site to crawl (StartSite serves
+// it on a loopback address of its own): pages linking each other, a
+// robots.txt with a disallowed folder, a Crawl-delay and a sitemap, and two
+// crawler traps.
 package demo
 
 import (

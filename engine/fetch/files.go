@@ -207,7 +207,7 @@ func safePath(name string) bool {
 		return false
 	}
 	for i, c := range strings.Split(name, "/") {
-		if c == "" || sanitize(c) != c && (i > 0 || !hostDirOK(c)) {
+		if !safeComponent(c) && (i > 0 || !hostDirOK(c)) {
 			return false
 		}
 	}
@@ -436,7 +436,7 @@ func isDir(r *os.Root, p string) bool {
 // Open opens a file in the download folder for reading, through the root:
 // a crawl reads its pages' links from their synced parts (W2).
 func (f *Fetcher) Open(name string) (*os.File, error) {
-	if !safePath(name) {
+	if !isPartName(name) && !safePath(name) {
 		return nil, fmt.Errorf("open %q: %w", name, errConfined)
 	}
 	return f.root.Open(name)
@@ -445,7 +445,7 @@ func (f *Fetcher) Open(name string) (*os.File, error) {
 // PruneDirs removes the folders of name, from the innermost out, while they
 // are empty: the folders chosen for a crawl's file that is not fetched.
 func (f *Fetcher) PruneDirs(name string) {
-	if !safePath(name) {
+	if !isPartName(name) && !safePath(name) {
 		return
 	}
 	for dir := path.Dir(name); dir != "." && dir != "/"; dir = path.Dir(dir) {

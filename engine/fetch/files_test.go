@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,6 +55,46 @@ func TestFiles_F3_FreeNames(t *testing.T) {
 	e.write("file.bin.part", "someone's")
 	assert.Equal(t, "file (1).bin.part", e.f.PartFor(mustURL(t, "http://h/dl/file.bin?x=1"), nil))
 	assert.Equal(t, "index.html.part", e.f.PartFor(mustURL(t, "http://h/"), nil))
+}
+
+// F2, F3: a name as long as F2 allows, taken already, takes its next free
+// name, " (1)" added past the limit, and its part is renamed to it.
+func TestFiles_F3_LongestNameTakenTakesTheNext(t *testing.T) {
+	e := newEnv(t, nil)
+	long := strings.Repeat("n", maxNameBytes-4) + ".txt"
+	require.Equal(t, long, SafeName(long))
+	e.write(long, "first")
+	name, err := e.f.FreeName(long, nil)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("n", maxNameBytes-4)+" (1).txt", name)
+	e.writePart(name+".part", "second")
+	require.NoError(t, e.f.Rename(name+".part", name))
+	assert.Equal(t, "second", e.files()[name])
+}
+
+// W9, A10: a crawl's tree: a part in a folder is renamed in that folder
+// only; a symlinked folder is never written through.
+func TestFiles_W9_TreeNames(t *testing.T) {
+	e := newEnv(t, nil)
+	part, err := e.f.TreePartFor("h:80/a/b.txt", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "h:80/a/b.txt.part", part)
+	e.writePart(part, "x")
+	assert.ErrorIs(t, e.f.Rename(part, "h:80/b.txt"), errConfined, "another folder")
+	require.NoError(t, e.f.Rename(part, "h:80/a/b.txt"))
+	assert.Equal(t, map[string]string{"b.txt": "x"}, listDir(t, filepath.Join(e.dl, "h:80", "a")))
+
+	e.write("h:80/file", "a file where a folder would go")
+	part, err = e.f.TreePartFor("h:80/file/c.txt", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "h:80/file (1)/c.txt.part", part, "the folder takes the next free name")
+
+	require.NoError(t, os.Symlink(e.outside, filepath.Join(e.dl, "h:80", "out")))
+	part, err = e.f.TreePartFor("h:80/out/target.txt", nil)
+	require.NoError(t, err)
+	assert.Equal(t, "h:80/out (1)/target.txt.part", part, "a symlink is not a folder to write in")
+	_, err = e.f.createFile("h:80/out/target.txt.part")
+	assert.ErrorIs(t, err, errConfined)
 }
 
 // G41: a file system that reports no blocks at all (ramfs, some FUSE ones)

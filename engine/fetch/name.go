@@ -47,6 +47,25 @@ func SafeName(s string) string {
 // sanitize is SafeName without the fallback: it returns "" when nothing
 // usable remains.
 func sanitize(s string) string {
+	s = clean(s)
+	if len(s) > maxNameBytes {
+		s = shorten(s, maxNameBytes)
+	}
+	return s
+}
+
+// maxComponentBytes is the longest name most file systems take: a
+// sanitised name with a collision suffix and ".part" stays under it.
+const maxComponentBytes = 255
+
+// safeComponent reports whether c is a name sanitize could have made,
+// with a collision suffix and a part suffix added (F2, F3).
+func safeComponent(c string) bool {
+	return c != "" && len(c) <= maxComponentBytes && clean(c) == c
+}
+
+// clean is sanitize without the length limit.
+func clean(s string) string {
 	s = strings.ToValidUTF8(s, "_")
 	if i := strings.LastIndexAny(s, `/\`); i >= 0 {
 		s = s[i+1:]
@@ -83,9 +102,6 @@ func sanitize(s string) string {
 	}
 	if isReservedDeviceName(s) {
 		s = "_" + s
-	}
-	if len(s) > maxNameBytes {
-		s = shorten(s, maxNameBytes)
 	}
 	return s
 }
