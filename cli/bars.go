@@ -145,7 +145,11 @@ func (p *progress) update(active []engine.Active) {
 // 12 queued · 4.5 MiB · 1.2 MiB/s · ETA 25s", or why nothing runs.
 func (p *progress) totalLine(active []engine.Active, more int) string {
 	now := time.Now()
-	parts := []string{fmt.Sprintf("%d done", p.done), fmt.Sprintf("%d failed", p.failed)}
+	parts := []string{fmt.Sprintf("%d done", p.done)}
+	if p.skipped > 0 {
+		parts = append(parts, fmt.Sprintf("%d skipped", p.skipped))
+	}
+	parts = append(parts, fmt.Sprintf("%d failed", p.failed))
 	if p.queued > 0 {
 		parts = append(parts, fmt.Sprintf("%d queued", p.queued))
 	}

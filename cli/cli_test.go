@@ -79,7 +79,7 @@ func TestMain_UsageErrorsExit2(t *testing.T) {
 // names: it says there is none, exit 3.
 func TestMain_ListingAMissingDatabaseExit3(t *testing.T) {
 	dir := t.TempDir()
-	for _, cmd := range []string{"jobs", "hosts", "history"} {
+	for _, cmd := range []string{"jobs", "hosts", "history", "crawls"} {
 		path := filepath.Join(dir, "typo", "heed.db")
 		code, out, stderr := run(t, "", cmd, "--db", path)
 		assert.Equal(t, ExitUnusable, code, cmd)
@@ -104,7 +104,7 @@ func TestMain_ListingBesideARunningHeed(t *testing.T) {
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Equal(t, 2, strings.Count(out, "\n"))
 	assert.Contains(t, stderr, "another Heed is running on "+path)
-	for _, args := range [][]string{{"hosts"}, {"history", "--csv"}, {"jobs", "--state", "queued"}} {
+	for _, args := range [][]string{{"hosts"}, {"history", "--csv"}, {"jobs", "--state", "queued"}, {"crawls", "--json"}} {
 		code, _, stderr := run(t, "", append(args, "--db", path)...)
 		assert.Equal(t, ExitOK, code, "%v: %s", args, stderr)
 	}

@@ -13,9 +13,10 @@ import (
 
 	"heed/engine"
 	"heed/engine/fetch"
+	"heed/storage"
 )
 
-// queueOpts are the flags of get and add.
+// queueOpts are the flags of get and add; crawl has them too, but --again.
 type queueOpts struct {
 	input          string
 	again, quiet   bool
@@ -62,6 +63,13 @@ Ctrl-C.`,
 	f := cmd.Flags()
 	f.SortFlags = false
 	inputFlags(f, o)
+	runFlags(f, o, env)
+	return cmd
+}
+
+// runFlags are the flags of a run that get and crawl share: the limits over
+// all hosts, the client's, and the politeness defaults.
+func runFlags(f *pflag.FlagSet, o *queueOpts, env Env) {
 	f.IntVar(&o.workers, "workers", 16, "requests in flight at once over all hosts")
 	f.Float64Var(&o.globalRate, "global-rate", 0, "at most N requests a second over all hosts (default: no limit)")
 	f.Int64Var(&o.bandwidth, "bandwidth", 0, "at most BYTES a second downloaded over all hosts (default: no limit)")
@@ -74,7 +82,6 @@ Ctrl-C.`,
 	name(f, "max-size", "BYTES")
 	name(f, "user-agent", "TEXT")
 	o.tunables = registerTunables(f, true)
-	return cmd
 }
 
 // inputFlags are the flags get and add share.
@@ -94,21 +101,32 @@ func name(f *pflag.FlagSet, flag, placeholderName string) {
 // nothingToDo is what a bare heed get says when nothing is queued.
 const nothingToDo = "nothing to download: give URLs, -i FILE, or - for standard input"
 
+// runDefaults are the defaults of every host and the limits over all hosts
+// that o's flags give a run (get, crawl), checked: a mistake is a usage
+// error, said.
+func (o *queueOpts) runDefaults(env Env) (engine.Tunables, int) {
+	defaults, err := o.tunables.apply(engine.DefaultTunables())
+	if err != nil {
+		return defaults, usageErr(env, "%v", err)
+	}
+	if o.workers < 1 || o.workers > 4096 {
+		return defaults, usageErr(env, "--workers: %d is out of range 1…4096", o.workers)
+	}
+	if !httpguts.ValidHeaderFieldValue(o.userAgent) {
+		return defaults, usageErr(env, "--user-agent: %q holds characters a header cannot (line breaks, control characters)", o.userAgent)
+	}
+	if o.globalRate < 0 || o.bandwidth < 0 || o.maxSize < 0 {
+		return defaults, usageErr(env, "--global-rate, --bandwidth and --max-size cannot be negative")
+	}
+	return defaults, ExitOK
+}
+
 func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []string, download bool) int {
 	defaults := engine.DefaultTunables()
 	if download {
-		var err error
-		if defaults, err = o.tunables.apply(defaults); err != nil {
-			return usageErr(env, "%v", err)
-		}
-		if o.workers < 1 || o.workers > 4096 {
-			return usageErr(env, "--workers: %d is out of range 1…4096", o.workers)
-		}
-		if !httpguts.ValidHeaderFieldValue(o.userAgent) {
-			return usageErr(env, "--user-agent: %q holds characters a header cannot (line breaks, control characters)", o.userAgent)
-		}
-		if o.globalRate < 0 || o.bandwidth < 0 || o.maxSize < 0 {
-			return usageErr(env, "--global-rate, --bandwidth and --max-size cannot be negative")
+		var code int
+		if defaults, code = o.runDefaults(env); code != ExitOK {
+			return code
 		}
 	}
 	given := len(args) > 0 || o.input != ""
@@ -129,27 +147,121 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 		return ExitUsage
 	}
 	defer in.Close()
-	if code := folderUsable(env, c); code != ExitOK {
-		return code
+	var check func(*storage.DB) int
+	if download && !given {
+		check = func(db *storage.DB) int {
+			if n, err := db.Counts(ctx); err == nil && n.Queued+n.Active == 0 {
+				return usageErr(env, nothingToDo)
+			}
+			return ExitOK
+		}
 	}
-	db, code := openDB(env, c)
+	s, code := openSession(ctx, env, c, o, defaults, download, check)
 	if code != ExitOK {
 		return code
 	}
-	defer db.Close()
-	if download && !given {
-		if n, err := db.Counts(ctx); err == nil && n.Queued+n.Active == 0 {
-			return usageErr(env, nothingToDo)
+	defer s.close()
+	p := s.p
+	if given {
+		var tally addTally
+		_, err := s.eng.AddFrom(ctx, in, engine.AddOptions{Again: o.again, Batch: func(b engine.AddReport) {
+			tally.add(p, b, o.quiet, o.again) // with Batch, each part's report comes here
+			if download {
+				s.start() // downloads start once the first part is stored
+			}
+		}})
+		if err != nil && s.started() && ctx.Err() != nil {
+			// A Ctrl-C while the list was being stored, once downloads had
+			// started: they stop as any interrupted run's do.
+			p.say("heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
+				tally.queued, tally.dups)
+			return s.finish()
+		}
+		if err != nil {
+			s.abandon()
+			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
+			if tally.queued+tally.dups > 0 { // the parts stored before it stay
+				fmt.Fprintf(env.Stderr, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
+					tally.queued, tally.dups)
+			}
+			if errors.Is(err, fetch.ErrNotAList) {
+				return ExitUsage
+			}
+			return ExitUnusable
+		}
+		tally.more(p)
+		s.rejected = tally.rejected > 0 || tally.failedBefore
+		p.say("queued %d, duplicates %d (queued again %d), rejected %d\n",
+			tally.queued, tally.dups, tally.again, tally.rejected)
+		if tally.queued == 0 && tally.dups == 0 {
+			s.abandon()
+			return ExitUsage
+		}
+	}
+	if !download {
+		if s.rejected {
+			return ExitFailed
+		}
+		return ExitOK
+	}
+	return s.finish()
+}
+
+// session is one headless run on the database, which get and crawl share:
+// the engine over it, the progress shown, and the run that downloads
+// everything queued until nothing is runnable. What they queue first is
+// theirs; how the run goes, what it shows and how it exits are the
+// session's.
+type session struct {
+	env Env
+	ctx context.Context // the command's: it ends on Ctrl-C
+	db  *storage.DB
+	eng *engine.Engine
+	p   *progress
+	// rejected says that part of what was given could not be queued (a
+	// line rejected, a URL whose job had failed): the run exits 1.
+	rejected bool
+
+	runCtx   context.Context
+	stopRun  context.CancelFunc
+	ran      chan error // the run's result, once it started
+	over     bool       // the run's result was taken
+	stopShow func()
+	added    func() // releases the hold that keeps the run open for URLs to come
+}
+
+// openSession opens the database and an engine over it with o's flags and
+// defaults, for a run (download) or for queueing only (add). check, when
+// set, looks at the database before the download folder is made, and ends
+// the command with the code it returns when that is not ExitOK. A run is
+// held open (Engine.Adding) until finish: downloads may start while the
+// URLs are still being added, and it does not end for want of them.
+func openSession(ctx context.Context, env Env, c *common, o *queueOpts, defaults engine.Tunables, download bool,
+	check func(*storage.DB) int) (*session, int) {
+	if code := folderUsable(env, c); code != ExitOK {
+		return nil, code
+	}
+	db, code := openDB(env, c)
+	if code != ExitOK {
+		return nil, code
+	}
+	fail := func(code int) (*session, int) {
+		db.Close()
+		return nil, code
+	}
+	if check != nil {
+		if code := check(db); code != ExitOK {
+			return fail(code)
 		}
 	}
 	dir, code := downloadDir(env, c)
 	if code != ExitOK {
-		return code
+		return fail(code)
 	}
 	if download {
 		if err := CheckFolder(dir); err != nil {
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-			return ExitUnusable
+			return fail(ExitUnusable)
 		}
 	} else if c.dir != "" {
 		// Jobs have no folder of their own: the run that downloads them
@@ -165,110 +277,84 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return fail(ExitUnusable)
+	}
+	s := &session{env: env, ctx: ctx, db: db, eng: eng, p: p, stopShow: func() {}, added: func() {}}
+	s.runCtx, s.stopRun = context.WithCancel(ctx)
+	if download {
+		s.added = eng.Adding()
+	}
+	return s, ExitOK
+}
+
+// start starts the run and its progress, once.
+func (s *session) start() {
+	if s.ran != nil {
+		return
+	}
+	s.stopShow = s.p.start(s.eng)
+	s.ran = make(chan error, 1)
+	go func() { s.ran <- s.eng.RunUntilIdle(s.runCtx) }()
+}
+
+// started says whether the run has started.
+func (s *session) started() bool { return s.ran != nil }
+
+// abandon stops the run, if it started, for a return before its end; what
+// it downloaded is reported all the same.
+func (s *session) abandon() {
+	s.added()
+	if s.ran != nil && !s.over {
+		s.stopRun()
+		<-s.ran
+		s.over = true
+		s.stopShow()
+	}
+}
+
+// close abandons the run if it is still going and closes the engine and
+// the database.
+func (s *session) close() {
+	s.abandon()
+	s.stopRun()
+	s.eng.Close()
+	s.db.Close()
+}
+
+// finish lets the run end (or starts it), sums it up and returns the exit
+// code: 0 when nothing failed and nothing is left queued, 1 when a job
+// failed, something given was not queued or a job waits on a paused host,
+// 3 when the database could not record, 130 on Ctrl-C.
+func (s *session) finish() int {
+	env, p := s.env, s.p
+	s.start()
+	s.added()
+	err := <-s.ran
+	s.over = true
+	s.stopShow()
+	interrupted := s.ctx.Err() != nil
+	if errors.Is(err, engine.ErrNotRecorded) {
+		fmt.Fprintf(env.Stderr, "heed: database %s: %v\nheed: downloads stopped; the jobs it could not record are queued again when Heed next starts\n",
+			s.db.Path(), err)
 		return ExitUnusable
 	}
-	defer eng.Close()
-
-	// Downloads start as soon as the first URLs are stored, while the rest
-	// are (see Engine.AddFrom): the run is held open for them (Adding)
-	// until they are all added, and stopped if the command ends before it.
-	runCtx, stopRun := context.WithCancel(ctx)
-	defer stopRun()
-	var ran chan error // the run's result, once it started
-	stopShow := func() {}
-	run := func() {
-		if ran == nil {
-			stopShow = p.start(eng)
-			ran = make(chan error, 1)
-			go func() { ran <- eng.RunUntilIdle(runCtx) }()
-		}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
 	}
-	added := func() {}
-	if download {
-		added = eng.Adding()
+	counts, err := s.db.Counts(context.Background())
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
 	}
-	abandon := func() { // for a return before the run ends
-		added()
-		if ran != nil {
-			stopRun()
-			<-ran
-			stopShow() // what it downloaded is reported all the same
-		}
+	p.summary(counts, interrupted)
+	switch {
+	case interrupted:
+		return ExitInterrupt
+	case p.failed > 0 || counts.Queued > 0 || s.rejected:
+		return ExitFailed
 	}
-	rejected := false
-	// finish lets the run end (or starts it) and sums it up.
-	finish := func() int {
-		run()
-		added()
-		err := <-ran
-		stopShow()
-		interrupted := ctx.Err() != nil
-		if errors.Is(err, engine.ErrNotRecorded) {
-			fmt.Fprintf(env.Stderr, "heed: database %s: %v\nheed: downloads stopped; the jobs it could not record are queued again when Heed next starts\n",
-				db.Path(), err)
-			return ExitUnusable
-		}
-		if err != nil && !errors.Is(err, context.Canceled) {
-			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-			return ExitUnusable
-		}
-		counts, err := db.Counts(context.Background())
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-			return ExitUnusable
-		}
-		p.summary(counts, interrupted)
-		switch {
-		case interrupted:
-			return ExitInterrupt
-		case p.failed > 0 || counts.Queued > 0 || rejected:
-			return ExitFailed
-		}
-		return ExitOK
-	}
-	if given {
-		var tally addTally
-		_, err := eng.AddFrom(ctx, in, engine.AddOptions{Again: o.again, Batch: func(b engine.AddReport) {
-			tally.add(p, b, o.quiet, o.again) // with Batch, each part's report comes here
-			if download {
-				run() // downloads start once the first part is stored
-			}
-		}})
-		if err != nil && ran != nil && ctx.Err() != nil {
-			// A Ctrl-C while the list was being stored, once downloads had
-			// started: they stop as any interrupted run's do.
-			p.say("heed: interrupted while queueing: queued %d, duplicates %d; the rest of the list may not be (give it again to queue it)\n",
-				tally.queued, tally.dups)
-			return finish()
-		}
-		if err != nil {
-			abandon()
-			fmt.Fprintf(env.Stderr, "heed: queueing: %v\n", err)
-			if tally.queued+tally.dups > 0 { // the parts stored before it stay
-				fmt.Fprintf(env.Stderr, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
-					tally.queued, tally.dups)
-			}
-			if errors.Is(err, fetch.ErrNotAList) {
-				return ExitUsage
-			}
-			return ExitUnusable
-		}
-		tally.more(p)
-		rejected = tally.rejected > 0 || tally.failedBefore
-		p.say("queued %d, duplicates %d (queued again %d), rejected %d\n",
-			tally.queued, tally.dups, tally.again, tally.rejected)
-		if tally.queued == 0 && tally.dups == 0 {
-			abandon()
-			return ExitUsage
-		}
-	}
-	if !download {
-		if rejected {
-			return ExitFailed
-		}
-		return ExitOK
-	}
-	return finish()
+	return ExitOK
 }
 
 // addTally sums up what a list's parts did as they are stored, and says

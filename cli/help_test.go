@@ -40,7 +40,7 @@ func TestHelp_OnStdoutWithDefaults(t *testing.T) {
 
 	code, out, _ = run(t, "", "--help")
 	require.Equal(t, ExitOK, code)
-	for _, cmd := range []string{"get", "add", "jobs", "hosts", "host", "history", "demo", "version", "completion", "help"} {
+	for _, cmd := range []string{"get", "add", "crawl", "crawls", "jobs", "hosts", "host", "history", "demo", "version", "completion", "help"} {
 		assert.Regexp(t, `(?m)^  `+cmd+`\s+\S`, out, "heed --help lists %s", cmd)
 	}
 	// The commands' descriptions start in one column.
@@ -183,4 +183,40 @@ func TestGet_DoneLineShowsAShortSHA(t *testing.T) {
 	code, out, _ := run(t, "", "jobs", "--db", filepath.Join(dir, "h.db"), "--json")
 	require.Equal(t, ExitOK, code)
 	assert.Contains(t, out, `"sha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"`)
+}
+
+// heed crawl --help shows the crawl's rules with their defaults, get's
+// flags and the politeness flags, and its exit codes; heed crawls --help
+// its --json.
+func TestHelp_CrawlFlagsWithDefaults(t *testing.T) {
+	code, out, stderr := run(t, "", "crawl", "--help")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Empty(t, stderr)
+	for _, want := range []string{
+		`(?m)^Usage:\n  heed crawl \[SEED\]\.\.\. \[-i FILE \| -\] \| --resume ID`,
+		`--scope SCOPE\s+how far the crawl goes: host [^-]+folder\)\s+\(default host\)`,
+		`--depth N\s+[^(]+\(0: the\s+seeds only\)\s+\(default 5\)`,
+		`--max-pages N\s+create at most N jobs \(default: no limit\)`,
+		`--include RE\s+follow only URLs that match`,
+		`--exclude RE\s+never follow URLs that match`,
+		`--no-robots\s+do not fetch or obey robots\.txt`,
+		`--resume ID\s+go on with crawl ID`,
+		`-i, --input FILE`,
+		`-q, --quiet`,
+		`--workers N\s+[^(]+\(default 16\)`,
+		`--user-agent TEXT`,
+		`(?m)^Politeness, for every host without settings of its own:$`,
+		`--rate N\s+at most N requests a minute to a host\s+\(default 60\)`,
+		`Exit status: 0 when every job is done or skipped, 1 when any failed`,
+		`(?m)^Examples:\n  heed crawl `,
+	} {
+		assert.Regexp(t, want, out)
+	}
+	assert.NotContains(t, out, "(default [])", "a list flag given no value has no default to show")
+	assert.NotContains(t, out, "--again", "a seed known already is not fetched again by a crawl")
+
+	code, out, stderr = run(t, "", "crawls", "--help")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Regexp(t, `--json\s+one JSON object per line`, out)
+	assert.Regexp(t, `(?m)^Examples:\n  heed crawls$`, out)
 }

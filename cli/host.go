@@ -128,9 +128,18 @@ func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) i
 		}
 	}
 	hs, eff := eng.HostState(host)
+	l := newHostLine(hs)
+	l.Effective = &eff
+	rf, ok, err := db.Robots(ctx, host)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		return ExitUnusable
+	}
+	l.setRobots(rf, ok)
+	if snap, ok := eng.Core().HostSnapshot(host); ok {
+		l.Quota = snap.Quota
+	}
 	if o.json { // a line of heed hosts --json, with the tunables in effect
-		l := newHostLine(hs)
-		l.Effective = &eff
 		hosts, err := db.Hosts(ctx)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
@@ -160,6 +169,12 @@ func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) i
 		own, t.RatePerMin, t.Burst, t.MaxInflight, shortDuration(t.JitterMin), shortDuration(t.JitterMax),
 		shortDuration(t.BackoffBase), shortDuration(t.BackoffMax), t.FailureThreshold, shortDuration(t.RecoveryTimeout),
 		t.Retry.MaxAttempts, t.Retry.Strategy)
+	if r := robotsColumn(*l); r != "" {
+		fmt.Fprintf(env.Stdout, "robots        %s\n", r)
+	}
+	if l.Quota != "" {
+		fmt.Fprintf(env.Stdout, "quota         %s\n", l.Quota)
+	}
 	return ExitOK
 }
 

@@ -22,8 +22,9 @@ func newHostsCmd(env Env, c *common) *cobra.Command {
 long), paused or has its circuit breaker open; its backoff level (how many
 doublings of the wait after "slow down" answers are in force); its settings
 when it has its own; its queued, done and failed jobs; and the last status it
-answered. It reads the database as it stands, also while another Heed runs on
-it.`,
+answered. Once a crawl has run, also its skipped jobs and its robots.txt as a
+crawl last fetched it, with its Crawl-delay. It reads the database as it
+stands, also while another Heed runs on it.`,
 		Example: `  heed hosts
   heed hosts --json | jq 'select(.paused)'`,
 		Args: noArgs,
@@ -51,6 +52,16 @@ type hostLine struct {
 	Tunables    *engine.Tunables `json:"tunables,omitempty"`
 	Effective   *engine.Tunables `json:"effective_tunables,omitempty"` // heed host only
 	Jobs        map[string]int64 `json:"jobs"`
+	// What crawls learnt of the host: its robots.txt as Heed last kept it
+	// ("ok", "allow all (HTTP 404)"; "" when no crawl fetched it), when it
+	// was fetched, and the Crawl-delay in force (0: none).
+	Robots        string     `json:"robots,omitempty"`
+	RobotsFetched *time.Time `json:"robots_fetched,omitempty"`
+	CrawlDelayMS  int64      `json:"crawl_delay_ms,omitempty"`
+	// Quota is the server's own quota as Heed paces from it; heed host
+	// only, where the engine is open: it alone knows what the quota's
+	// state means now.
+	Quota string `json:"quota,omitempty"`
 }
 
 // newHostLine is s as heed hosts lists it, with its job counts. An open
@@ -61,6 +72,7 @@ func newHostLine(s engine.HostState) *hostLine {
 		Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
 		Tunables: s.Tunables, Jobs: map[string]int64{}}
 	l.setJobs(s.Counts)
+	l.CrawlDelayMS = s.CrawlDelay.Milliseconds()
 	if !s.Gate.IsZero() {
 		g := s.Gate
 		l.Gate = &g
@@ -88,16 +100,68 @@ func (l *hostLine) setJobs(c engine.Counts) {
 	}
 }
 
+// setRobots fills the line's robots.txt state from the copy Heed keeps of
+// it (f; ok false when none), in the words the window uses: "ok", or
+// "allow all (HTTP 404)" for a file the host does not have. Only a file
+// whose verdict stands is kept, so a host whose robots.txt is unreachable
+// shows the copy its crawl falls back on, or nothing.
+func (l *hostLine) setRobots(f engine.RobotsFile, ok bool) {
+	if !ok || f.Fetched.IsZero() {
+		return
+	}
+	l.Robots = "ok"
+	if f.Status < 200 || f.Status > 299 {
+		l.Robots = fmt.Sprintf("allow all (HTTP %d)", f.Status)
+	}
+	at := f.Fetched
+	l.RobotsFetched = &at
+}
+
+// robotsColumn is what the ROBOTS column of heed hosts says of l: its
+// robots.txt state and its Crawl-delay ("ok, crawl-delay 5s").
+func robotsColumn(l hostLine) string {
+	s := l.Robots
+	if l.CrawlDelayMS > 0 {
+		d := "crawl-delay " + shortDuration(time.Duration(l.CrawlDelayMS)*time.Millisecond)
+		if s == "" {
+			return d
+		}
+		s += ", " + d
+	}
+	return s
+}
+
+// robotsReader is the database's copy of each host's robots.txt.
+type robotsReader interface {
+	Robots(ctx context.Context, host string) (engine.RobotsFile, bool, error)
+}
+
 // hostLines is every host the database knows, with its job counts, as the
-// hosts rows keep them.
-func hostLines(ctx context.Context, db engine.Reader) ([]hostLine, error) {
+// hosts rows keep them, and, once any crawl was started, the robots.txt
+// kept for each.
+func hostLines(ctx context.Context, db interface {
+	engine.Reader
+	robotsReader
+}) ([]hostLine, error) {
 	states, err := db.Hosts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	crawls, err := db.Crawls(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]hostLine, 0, len(states))
 	for _, s := range states {
-		out = append(out, *newHostLine(s))
+		l := newHostLine(s)
+		if len(crawls) > 0 { // else no robots.txt was ever fetched: no host is asked
+			f, ok, err := db.Robots(ctx, s.Host)
+			if err != nil {
+				return nil, err
+			}
+			l.setRobots(f, ok)
+		}
+		out = append(out, *l)
 	}
 	return out, nil
 }
@@ -152,8 +216,18 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 		}
 		return ExitOK
 	}
+	// A ROBOTS column once a crawl has been: a host it has not fetched is
+	// left blank.
+	robots := false
+	for _, l := range lines {
+		robots = robots || robotsColumn(l) != ""
+	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tRATE\tQUEUED\tDONE\tFAILED\tLAST")
+	head := "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tRATE\tQUEUED\tDONE\tFAILED\tLAST"
+	if robots {
+		head += "\tSKIPPED\tROBOTS"
+	}
+	fmt.Fprintln(tw, head)
 	now := time.Now()
 	for _, l := range lines {
 		state, wait := hostState(l, now)
@@ -162,8 +236,12 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 			rate = fmt.Sprintf("%s/min, burst %d, %d at once", strconv.FormatFloat(l.Tunables.RatePerMin, 'f', -1, 64),
 				l.Tunables.Burst, l.Tunables.MaxInflight)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", l.Host, state, l.Level, wait, l.Breaker, rate,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d", l.Host, state, l.Level, wait, l.Breaker, rate,
 			l.Jobs["queued"], l.Jobs["done"], l.Jobs["failed"], l.LastStatus)
+		if robots {
+			fmt.Fprintf(tw, "\t%d\t%s", l.Jobs["skipped"], robotsColumn(l))
+		}
+		fmt.Fprintln(tw)
 	}
 	tw.Flush()
 	return ExitOK

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"heed/storage"
 )
 
 // heed hosts says "idle" of a host with nothing queued, not "running".
@@ -59,4 +62,77 @@ func TestHistory_DatesNewestStartFirst(t *testing.T) {
 	lines = strings.Split(strings.TrimSpace(out), "\n")
 	require.Len(t, lines, 2, out)
 	assert.Regexp(t, `\.\d{3}\s+2\s`, lines[1], "the newest start, not the newest end")
+}
+
+// heed hosts shows, once a crawl has run, each host's robots.txt state and
+// Crawl-delay, and its skipped jobs; also read-only, beside a running
+// Heed. Without any crawl, its table is as it was.
+func TestHosts_RobotsStateAndCrawlDelay(t *testing.T) {
+	site := newTestSite(t, map[string]string{
+		"/robots.txt": "User-agent: *\nCrawl-delay: 1\nDisallow: /private/\n",
+		"/":           `<a href="/private/x.html">x</a>`,
+	})
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	code, _, stderr := run(t, "", "get", "--db", db, "--dir", filepath.Join(dir, "dl"), "--jitter", "0-0", site.URL+"/plain.txt")
+	require.Equal(t, ExitFailed, code, stderr) // a 404: only the table matters here
+	code, out, stderr := run(t, "", "hosts", "--db", db)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.NotContains(t, out, "ROBOTS", "no crawl, no robots column")
+
+	code, stdout, stderr := run(t, "", append([]string{"crawl", "--db", db, "--dir", filepath.Join(dir, "dl"), site.URL + "/"}, fast...)...)
+	require.Equal(t, ExitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
+
+	check := func(t *testing.T) {
+		code, out, stderr := run(t, "", "hosts", "--db", db)
+		require.Equal(t, ExitOK, code, stderr)
+		assert.Regexp(t, `(?m)^HOST\s.*\sSKIPPED\s+ROBOTS$`, out)
+		assert.Regexp(t, `(?m)^`+regexp.QuoteMeta(strings.TrimPrefix(site.URL, "http://"))+`\s.*\s1\s+ok, crawl-delay 1s$`, out)
+
+		code, out, stderr = run(t, "", "hosts", "--db", db, "--json")
+		require.Equal(t, ExitOK, code, stderr)
+		var l struct {
+			Robots       string           `json:"robots"`
+			CrawlDelayMS int64            `json:"crawl_delay_ms"`
+			Jobs         map[string]int64 `json:"jobs"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(strings.TrimSpace(out)), &l), out)
+		assert.Equal(t, "ok", l.Robots)
+		assert.Equal(t, int64(1000), l.CrawlDelayMS)
+		assert.Equal(t, int64(1), l.Jobs["skipped"])
+	}
+	t.Run("writable", check)
+	t.Run("heed host", func(t *testing.T) {
+		code, out, stderr := run(t, "", "host", "--db", db, site.URL)
+		require.Equal(t, ExitOK, code, stderr)
+		assert.Contains(t, out, "robots        ok, crawl-delay 1s\n")
+	})
+	t.Run("beside a running Heed", func(t *testing.T) {
+		holder, err := storage.Open(db)
+		require.NoError(t, err)
+		defer holder.Close()
+		check(t)
+	})
+}
+
+// heed host, where the engine is open, shows the server's own quota as
+// Heed paces from it.
+func TestHost_ShowsTheServersQuota(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-RateLimit-Limit", "100")
+		w.Header().Set("X-RateLimit-Remaining", "40")
+		w.Header().Set("X-RateLimit-Reset", "600")
+		w.Write([]byte("hi"))
+	}))
+	t.Cleanup(ts.Close)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "h.db")
+	code, _, stderr := run(t, "", "get", "--db", db, "--dir", dir, "--jitter", "0-0", ts.URL+"/a.txt")
+	require.Equal(t, ExitOK, code, stderr)
+	code, out, stderr := run(t, "", "host", "--db", db, ts.URL)
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Regexp(t, `(?m)^quota         40 left of 100, resets in `, out)
+	code, out, stderr = run(t, "", "host", "--db", db, ts.URL, "--json")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, out, `"quota":"`)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,9 @@ type progress struct {
 	// counts, when set, is the database's job counts (for the queued count
 	// of the total line).
 	counts func() (engine.Counts, error)
+	// again is the command that goes on after Ctrl-C ("heed get again" when
+	// unset; "heed crawl --resume 3").
+	again string
 
 	mu        sync.Mutex
 	out       *bufio.Writer // lines for a pipe or a file, flushed every flushEvery
@@ -35,6 +39,7 @@ type progress struct {
 	snap      []engine.HostSnapshot
 	done      int
 	failed    int
+	skipped   int // kept from being fetched by robots.txt or a trap rule: not a failure
 	retried   int // attempts to be made again after an error (R2)
 	throttled int // throttle responses, which use up no attempt (R3)
 	bytes     int64
@@ -96,6 +101,11 @@ func (p *progress) jobEnded(j engine.JobEnd) {
 	case "failed":
 		p.failed++
 		p.report("failed   ", j.URL, ": "+j.Err)
+	case "skipped": // a crawl's URL that robots.txt or a trap rule keeps out: not a problem
+		p.skipped++
+		if !p.quiet {
+			p.report("skipped  ", j.URL, " — "+j.Err)
+		}
 	case "retry", "throttled":
 		if j.Outcome == "throttled" {
 			p.throttled++ // counted apart: a throttle uses up no attempt (R3)
@@ -264,7 +274,7 @@ func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 	}
 	p.looked = time.Now()
 	p.snap = eng.Core().SnapshotInto(p.snap[:0], time.Now())
-	why := whyWaiting(p.snap)
+	why := whyWaitingWith(p.snap, eng.Robots)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.waiting = why
@@ -277,7 +287,13 @@ func (p *progress) noteWait(eng *engine.Engine, active []engine.Active) {
 // whyWaiting names the host with queued jobs that may go first, and what it
 // waits for ("example.com: breaker open, probe in 25s (3 hosts wait)"), or
 // "" when no host has queued jobs.
-func whyWaiting(hosts []engine.HostSnapshot) string {
+func whyWaiting(hosts []engine.HostSnapshot) string { return whyWaitingWith(hosts, nil) }
+
+// whyWaitingWith is whyWaiting, adding what robots (when set) says of the
+// waiting host's robots.txt when a crawl waits on it ("… — robots:
+// disallow all (HTTP 503)"): being fetched, unreachable, or a kept copy
+// standing in.
+func whyWaitingWith(hosts []engine.HostSnapshot, robots func(host string) (engine.RobotsView, bool)) string {
 	var first *engine.HostSnapshot
 	n := 0
 	for i := range hosts {
@@ -321,10 +337,17 @@ func whyWaiting(hosts []engine.HostSnapshot) string {
 		what = "retry delay" + next
 	case engine.WaitJitter:
 		what = "spacing between requests" + next
+	case engine.WaitCrawlDelay:
+		what = "its robots.txt asks for a crawl-delay of " + first.CrawlDelay.String() + next
 	default:
 		what = first.Waiting.String() + next
 	}
 	s := first.Host + ": " + what
+	if robots != nil {
+		if v, ok := robots(first.Host); ok && !strings.HasPrefix(v.State, "ok") && !strings.HasPrefix(v.State, "allow all") {
+			s += " — " + v.String()
+		}
+	}
 	if n > 1 {
 		s += fmt.Sprintf(" (%d hosts wait)", n)
 	}
@@ -344,12 +367,20 @@ func (p *progress) summary(counts engine.Counts, interrupted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.env.Stderr
-	fmt.Fprintf(w, "this run: %d done (%s), %d failed, %s, %d throttled in %s\n", p.done, humanBytes(p.bytes),
-		p.failed, retries(p.retried), p.throttled, time.Since(p.started).Round(time.Millisecond))
+	skipped := ""
+	if p.skipped > 0 {
+		skipped = fmt.Sprintf(", %d skipped", p.skipped)
+	}
+	fmt.Fprintf(w, "this run: %d done (%s)%s, %d failed, %s, %d throttled in %s\n", p.done, humanBytes(p.bytes),
+		skipped, p.failed, retries(p.retried), p.throttled, time.Since(p.started).Round(time.Millisecond))
 	if q := counts.Queued; q > 0 {
 		why := "held by paused hosts (heed hosts shows why; heed host HOST --resume)"
 		if interrupted {
-			why = "still queued (run heed get again to go on; partial files are kept and resumed)"
+			again := p.again
+			if again == "" {
+				again = "heed get again"
+			}
+			why = "still queued (run " + again + " to go on; partial files are kept and resumed)"
 		}
 		noun := "jobs"
 		if q == 1 {

@@ -214,3 +214,54 @@ func TestProgress_TotalLine(t *testing.T) {
 	p.waiting = "example.com: breaker open, probe in 25s"
 	assert.Regexp(t, `^3 done · 1 failed · 10 queued · 3\.0 MiB · waiting  example\.com: breaker open, probe in 25s$`, p.totalLine(nil, 0))
 }
+
+// A crawl's URL that robots.txt keeps out is said as skipped with the rule
+// (not under -q: it is no problem), counted apart from the failures in the
+// summary and the total line.
+func TestProgress_SkippedIsSaidAndCountedApart(t *testing.T) {
+	skip := engine.JobEnd{ID: 1, URL: "http://h.example/private/x.html", Host: "h.example", Outcome: "skipped",
+		Err: "robots.txt: Disallow: /private/"}
+	var out, errb bytes.Buffer
+	p := newProgress(Env{Stdout: &out, Stderr: &errb}, false)
+	p.jobEnded(skip)
+	p.mu.Lock()
+	p.flush()
+	line := p.totalLine(nil, 0)
+	p.mu.Unlock()
+	assert.Equal(t, "skipped  http://h.example/private/x.html — robots.txt: Disallow: /private/\n", out.String())
+	assert.Equal(t, "0 done · 1 skipped · 0 failed · 0 B", line)
+	p.summary(engine.Counts{Skipped: 1}, false)
+	assert.Contains(t, errb.String(), "this run: 0 done (0 B), 1 skipped, 0 failed, ")
+
+	out.Reset()
+	q := newProgress(Env{Stdout: &out, Stderr: &errb}, true)
+	q.jobEnded(skip)
+	q.mu.Lock()
+	q.flush()
+	q.mu.Unlock()
+	assert.Empty(t, out.String(), "-q: a skipped URL is no problem")
+	assert.Equal(t, 1, q.skipped)
+	assert.Zero(t, q.failed)
+}
+
+// While a host waits out its robots.txt Crawl-delay, get and crawl say so.
+func TestWhyWaiting_CrawlDelay(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	hosts := []engine.HostSnapshot{{Host: "slow.example", At: at, Waiting: engine.WaitCrawlDelay,
+		CrawlDelay: 5 * time.Second, NextDue: at.Add(3 * time.Second)}}
+	assert.Equal(t, "slow.example: its robots.txt asks for a crawl-delay of 5s, next request in 3s", whyWaiting(hosts))
+}
+
+// While a crawl waits on a host whose robots.txt is unreachable (or being
+// fetched), the wait says so; a robots.txt that is fine adds nothing.
+func TestWhyWaiting_SaysWhenRobotsTxtHoldsAHost(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	hosts := []engine.HostSnapshot{{Host: "down.example", At: at, Waiting: engine.WaitRetryDelay, NextDue: at.Add(30 * time.Second)}}
+	views := map[string]engine.RobotsView{}
+	robots := func(host string) (engine.RobotsView, bool) { v, ok := views[host]; return v, ok }
+	assert.Equal(t, "down.example: retry delay, next request in 30s", whyWaitingWith(hosts, robots), "no robots.txt known")
+	views["down.example"] = engine.RobotsView{State: "ok, crawl-delay 5s"}
+	assert.Equal(t, "down.example: retry delay, next request in 30s", whyWaitingWith(hosts, robots))
+	views["down.example"] = engine.RobotsView{State: "disallow all (HTTP 503)"}
+	assert.Equal(t, "down.example: retry delay, next request in 30s — robots: disallow all (HTTP 503)", whyWaitingWith(hosts, robots))
+}

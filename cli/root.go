@@ -29,6 +29,7 @@ Without a command, heed opens its window.`,
 		Example: `  heed                                  # open the window
   heed get --dir out https://example.com/a.iso https://example.org/b.pdf
   heed get --dir out -i urls.txt        # a list: one or more URLs a line
+  heed crawl --dir site https://example.com/docs/
   heed hosts                            # how each host stands
   heed help get                         # get's flags and their defaults`,
 		Version:       env.Version,
@@ -51,13 +52,14 @@ Without a command, heed opens its window.`,
 	root.PersistentFlags().StringVar(&c.db, "db", "",
 		"the database that keeps the queue and the history (default "+home(defaultDB())+")")
 	root.PersistentFlags().StringVar(&c.dir, "dir", "",
-		"the download folder (default: the current folder for get, ~/Downloads/Heed for the window)")
+		"the download folder (default: the current folder for get and crawl, ~/Downloads/Heed for the window)")
 	root.PersistentFlags().BoolP("help", "h", false, "show the command's help")
 	root.Flags().BoolP("version", "v", false, "print Heed's version")
 	root.PersistentFlags().Lookup("db").Value = placeholder{root.PersistentFlags().Lookup("db").Value, "FILE"}
 	root.PersistentFlags().Lookup("dir").Value = placeholder{root.PersistentFlags().Lookup("dir").Value, "FOLDER"}
 	root.AddCommand(newGetCmd(env, c), newAddCmd(env, c), newJobsCmd(env, c), newHostsCmd(env, c),
-		newHostCmd(env, c), newHistoryCmd(env, c), newDemoCmd(env, c), newVersionCmd(env))
+		newHostCmd(env, c), newHistoryCmd(env, c), newCrawlCmd(env, c), newCrawlsCmd(env, c), newDemoCmd(env, c),
+		newVersionCmd(env))
 	return root
 }
 

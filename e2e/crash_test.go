@@ -317,3 +317,130 @@ func doneJobs(t *testing.T, path string) int {
 	}
 	return n
 }
+
+// linkedSite is a site of n pages, /p/000.html …, each linking to several
+// others (a binary tree from /p/000.html that reaches every page, and
+// links back and across that find pages already known), with a robots.txt
+// that allows everything; links maps each page to the paths it links to.
+func linkedSite(n int) (pages map[string]webPage, links map[string][]string) {
+	pages, links = map[string]webPage{"/robots.txt": {ctype: "text/plain", body: "User-agent: *\nAllow: /\n"}}, map[string][]string{}
+	path := func(i int) string { return fmt.Sprintf("/p/%03d.html", i) }
+	for i := range n {
+		var to []string
+		for _, j := range []int{2*i + 1, 2*i + 2, (i*7 + 3) % n, (i*13 + 5) % n, 0, i / 2} {
+			if j < n {
+				to = append(to, path(j))
+			}
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "<html><body><h1>page %d</h1>\n", i)
+		for _, p := range to {
+			fmt.Fprintf(&b, "<a href=%q>%s</a>\n", p, p)
+		}
+		b.WriteString("</body></html>\n")
+		pages[path(i)] = webPage{body: b.String()}
+		links[path(i)] = to
+	}
+	return pages, links
+}
+
+// integrityOK runs PRAGMA integrity_check on the database at path.
+func integrityOK(t *testing.T, path string) {
+	t.Helper()
+	raw := readOnly(t, path)
+	defer raw.Close()
+	var ok string
+	require.NoError(t, raw.QueryRow(`PRAGMA integrity_check`).Scan(&ok))
+	assert.Equal(t, "ok", ok)
+}
+
+// W8, S2: heed crawl killed with SIGKILL in the middle of a crawl of 300
+// linked pages. Every page recorded done has its links stored with it (no
+// discovered link lost), no URL has two jobs, the database passes its
+// integrity check; heed crawl --resume then completes the crawl: every page
+// done, each saved once under its own name, none recorded done before the
+// kill fetched again, and robots.txt, kept in the database, not fetched
+// again.
+func TestCrawl_W8_Kill9ThenResume(t *testing.T) {
+	const n = 300
+	pages, links := linkedSite(n)
+	site := newWebSite(t, pages, 30*time.Millisecond)
+	seed := site.URL + "/p/000.html"
+	tmp := t.TempDir()
+	db, dir := filepath.Join(tmp, "heed.db"), filepath.Join(tmp, "dl")
+	flags := []string{"--db", db, "--dir", dir, "--rate", "60000", "--burst", "100", "--max-inflight", "2",
+		"--jitter", "0-0", "-q"}
+
+	first := start(t, append(append([]string{"crawl"}, flags...), "--depth", "1000", seed)...)
+	waitFor(t, "50 pages done", 30*time.Second, func() bool { return doneJobs(t, db) >= 50 })
+	require.NoError(t, first.cmd.Process.Signal(syscall.SIGKILL))
+	first.wait(t)
+	require.True(t, first.cmd.ProcessState.Sys().(syscall.WaitStatus).Signaled(), "killed, not exited: %s", first.err.String())
+	integrityOK(t, db)
+
+	// What the kill left: each page recorded done has every link of it as a
+	// job (W8: stored in the commit that recorded it done), and no URL twice.
+	js := crawlJobs(t, db)
+	byPath := map[string]crawlJobLine{}
+	var doneAtKill []string
+	for _, j := range js {
+		p := strings.TrimPrefix(j.URL, site.URL)
+		require.NotContains(t, byPath, p, "one job per URL (W3)")
+		byPath[p] = j
+		if j.State == "done" {
+			doneAtKill = append(doneAtKill, p)
+		}
+	}
+	require.GreaterOrEqual(t, len(doneAtKill), 50)
+	require.Less(t, len(doneAtKill), n, "the kill came in the middle of the crawl")
+	for _, p := range doneAtKill {
+		for _, l := range links[p] {
+			assert.Contains(t, byPath, l, "%s is done: its link to %s is stored", p, l)
+		}
+	}
+	killedAt := len(site.requests())
+
+	res := heed(t, append(append([]string{"crawl"}, flags...), "--resume", "1")...)
+	require.Equal(t, 0, res.code, "stderr: %s\nstdout: %s", res.stderr, res.stdout)
+	integrityOK(t, db)
+
+	// Every page done, one job each, under its own name; nothing else.
+	js = crawlJobs(t, db)
+	require.Len(t, js, n, "one job per page")
+	want := map[string]string{}
+	for p, pg := range pages {
+		if p != "/robots.txt" {
+			want[site.hostKey()+p] = pg.body
+		}
+	}
+	for _, j := range js {
+		assert.Equal(t, "done", j.State, "%s: %s", j.URL, j.LastError)
+		assert.Equal(t, int64(1), j.CrawlID, j.URL)
+	}
+	assert.Equal(t, want, tree(t, dir), "each page saved once, under its own name, no part left")
+	c := crawls(t, db)
+	require.Len(t, c, 1)
+	assert.Equal(t, [3]int64{n, 0, 0}, [3]int64{c[0].Done, c[0].Queued + c[0].Active, c[0].Failed})
+
+	// Fetched once where it could be: a page done before the kill never
+	// again; only those in flight at the kill (two at most) a second time.
+	count := map[string]int{}
+	for _, p := range site.requests() {
+		count[p]++
+	}
+	for _, p := range doneAtKill {
+		assert.Equal(t, 1, count[p], "%s was done before the kill", p)
+	}
+	twice := 0
+	for p := range want {
+		p = strings.TrimPrefix(p, site.hostKey())
+		assert.LessOrEqual(t, count[p], 2, p)
+		if count[p] == 2 {
+			twice++
+		}
+	}
+	t.Logf("the kill left %d of %d pages done; %d fetched twice", len(doneAtKill), n, twice)
+	assert.LessOrEqual(t, twice, 2, "only the pages in flight at the kill are fetched again")
+	assert.Equal(t, 1, count["/robots.txt"], "robots.txt is kept: the resumed crawl does not fetch it again")
+	assert.Greater(t, len(site.requests()), killedAt, "the resumed crawl fetched the rest")
+}
