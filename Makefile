@@ -49,46 +49,33 @@ test: deps
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '^heed/e2e$$')
 	$(GO) test -tags $(TAGS) -count=1 ./e2e
 
-# bench runs the Go benchmarks, profiles cases (a), (b) and (c) in-process
-# (and the plain Go client on case (a), to set beside Heed), then times
-# Heed against curl, wget2, aria2c and a plain Go client on loopback demo
-# hosts (bench/cmd/e2e) and writes BENCHMARKS.md from what it measured.
-# Scratch files (downloads, databases, profiles) go to $(BENCH_TMP), and the
-# Go benchmarks' temporary folders too (TMPDIR), so that their databases sit on
-# the same file system whatever TMPDIR the caller has. The profiled runs'
-# downloads (about 1.6 GB) are kept until the comparison has ended, then removed.
-BENCH_PKGS := curl wget2 aria2
-BENCH_TMP  ?= /tmp/heed-bench
-BENCH_SETTLE ?= 370
-BENCH_ARGS ?=
+# bench runs bench/make-bench.sh: on a file system made for the run (ext4 with
+# its journal, on a sparse file $(BENCH_IMG) loop-mounted at $(BENCH_TMP), and
+# unmounted and removed afterwards even when the run fails; a plain folder, said
+# so in the report, when that cannot be made), the Go benchmarks of engine,
+# storage and ui, in-process profiles of cases (a), (b) and (c), then bench/cmd/e2e
+# (a module of its own: Heed's go test ./... does not build it): Heed beside curl,
+# wget2, aria2c and a plain Go client on loopback demo hosts, the frontier over
+# databases of $(BENCH_FRONTIER) queued jobs (cached in $(BENCH_FIXTURES) by size
+# and schema), and, when BENCH_OLD names a worktree of an older commit (git
+# worktree add ../old COMMIT), its BenchmarkDispatch and BenchmarkEnqueue beside
+# this tree's, in turns. It writes BENCHMARKS.md from what it measured
+# (BENCH_COMMIT names the measured tree there when it is not a git checkout).
+BENCH_PKGS     := curl wget2 aria2 e2fsprogs
+BENCH_TMP      ?= /tmp/heed-bench
+BENCH_IMG      ?= /var/tmp/heed-bench.img
+BENCH_FS_SIZE  ?= 16G
+BENCH_FIXTURES ?= /var/tmp/heed-bench-fixtures
+BENCH_FRONTIER ?= 100000,1000000,10000000
+BENCH_OLD      ?=
+BENCH_ARGS     ?=
+BENCH_COMMIT   ?=
 
 bench: deps
 	$(call apt_install,$(BENCH_PKGS))
-	rm -rf $(BENCH_TMP) && mkdir -p $(BENCH_TMP)
-	cut -d' ' -f1-3 /proc/loadavg > $(BENCH_TMP)/load-before
-	mkdir -p $(BENCH_TMP)/gotmp
-	TMPDIR=$(BENCH_TMP)/gotmp $(GO) test -tags $(TAGS) -run '^$$' -bench . -benchmem ./engine/... ./storage/... ./ui/... 2>&1 | tee $(BENCH_TMP)/gobench.txt
-	! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_TMP)/gobench.txt
-	$(GO) test -c -o $(BENCH_TMP)/bench.test ./bench/
-	@echo "waiting $(BENCH_SETTLE) s for the files deleted so far to age out (see bench.Settle)"
-	sync && sleep $(BENCH_SETTLE)
-	for c in A:EngineCaseA P:PlainCaseA B:EngineCaseB C:EngineManyHosts; do \
-	  HEED_BENCH_KEEP=$(BENCH_TMP)/profiles $(BENCH_TMP)/bench.test -test.run '^$$' -test.bench "$${c#*:}" -test.benchtime 1x \
-	    -test.cpuprofile $(BENCH_TMP)/case$${c%%:*}.cpu || exit 1; \
-	  { echo '$$ go tool pprof -top -nodecount 20 -ignore demo.Start (the demo hosts starting up)'; \
-	    $(GO) tool pprof -top -nodecount 20 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; echo; \
-	    echo '$$ go tool pprof -top -cum -nodecount 45 -ignore demo.Start'; \
-	    $(GO) tool pprof -top -cum -nodecount 45 -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$${c%%:*}.cpu 2>/dev/null; \
-	  } > $(BENCH_TMP)/case$${c%%:*}.top || exit 1; \
-	done
-	for c in A P; do \
-	  $(GO) tool pprof -traces -ignore 'demo\.Start$$' $(BENCH_TMP)/bench.test $(BENCH_TMP)/case$$c.cpu > $(BENCH_TMP)/case$$c.traces 2>/dev/null || exit 1; \
-	done
-	$(GO) run ./bench/cmd/e2e -tmp $(BENCH_TMP)/e2e -settle 5s -waited $(BENCH_SETTLE)s -out BENCHMARKS.md -gobench $(BENCH_TMP)/gobench.txt \
-	  -profile $(BENCH_TMP)/caseA.top -profile-b $(BENCH_TMP)/caseB.top -profile-c $(BENCH_TMP)/caseC.top \
-	  -traces-a $(BENCH_TMP)/caseA.traces -traces-plain $(BENCH_TMP)/caseP.traces -load-before "$$(cat $(BENCH_TMP)/load-before)" $(BENCH_ARGS)
-	@echo "removing the profiled runs' downloads ($$(du -sh $(BENCH_TMP)/profiles 2>/dev/null | cut -f1)); the profiles stay in $(BENCH_TMP)"
-	rm -rf $(BENCH_TMP)/profiles $(BENCH_TMP)/gotmp
+	GO='$(GO)' TAGS='$(TAGS)' BENCH_TMP='$(BENCH_TMP)' BENCH_IMG='$(BENCH_IMG)' BENCH_FS_SIZE='$(BENCH_FS_SIZE)' \
+	  BENCH_FIXTURES='$(BENCH_FIXTURES)' BENCH_FRONTIER='$(BENCH_FRONTIER)' BENCH_OLD='$(BENCH_OLD)' \
+	  BENCH_ARGS='$(BENCH_ARGS)' BENCH_COMMIT='$(BENCH_COMMIT)' bash bench/make-bench.sh
 
 # screenshot runs `heed demo` on a virtual display and saves in shots/ the hosts
 # view at 1240×760 and 900×600 (heed-hosts.png, heed-hosts-small.png), the jobs

@@ -222,6 +222,7 @@ func TestTools_SameFilesSameConcurrency(t *testing.T) {
 		want []string // arguments that must be there
 	}{
 		{bench.Heed("heed"), []string{"get", "--workers 16", "--max-inflight 16", "--jitter 0-0", "-i URLS", "--dir OUT"}},
+		{bench.HeedOld("old/heed"), []string{"get", "--workers 16", "--max-inflight 16", "--jitter 0-0", "-i URLS", "--dir OUT"}},
 		{bench.Curl(), []string{"--parallel", "--parallel-max 16", "--output-dir OUT", "--fail"}},
 		{bench.Wget2(), []string{"--max-threads=16", "-i URLS", "-P OUT"}},
 		{bench.Aria2(), []string{"-j 16", "-i URLS", "-d OUT", "--split=1", "--auto-file-renaming=false"}},
@@ -321,4 +322,11 @@ func TestRunner_WrapperKeepsTheParentsPeakOutOfTheChilds(t *testing.T) {
 	m, err := ch.Interrupt()
 	assert.NoError(t, err, "SIGINT is passed on and is a clean stop")
 	assert.Less(t, m.Wall, 20*time.Second, "the child stopped on SIGINT rather than running out its 30 s")
+}
+
+func TestGoBenchFailures_EachWithItsLog(t *testing.T) {
+	got, err := bench.GoBenchFailures(strings.NewReader("BenchmarkA-2 10 5 ns/op\n--- FAIL: BenchmarkOpenLarge/Hosts\n    bench_test.go:198: 0 hosts listed\nBenchmarkB-2 1 2 ns/op\n--- FAIL: BenchmarkOpenLarge\n    bench_test.go:154: built\nFAIL\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"--- FAIL: BenchmarkOpenLarge/Hosts bench_test.go:198: 0 hosts listed",
+		"--- FAIL: BenchmarkOpenLarge bench_test.go:154: built"}, got)
 }

@@ -31,25 +31,53 @@ func component(name string, patterns ...string) Component {
 var Components = []Component{
 	component("demo hosts (the server side)", `^net/http\.\(\*conn\)\.serve$`, `^heed/engine/demo\.`),
 	component("database (storage, SQLite)", `^heed/storage\.`, `^database/sql\.`, `^github\.com/mattn/go-sqlite3\.`),
-	// A response body read under the downloader is the HTTP client's too: Heed's (h1Body) and
-	// net/http's (bodyEOFSignal) alike.
+	// A response body read under the downloader is the HTTP client's too (bodyEOFSignal).
 	component("HTTP client", `^net/http\.\(\*persistConn\)\.`, `^net/http\.\(\*Transport\)\.`,
-		`^net/http\.\(\*Client\)\.`, `^net/http\.send$`, `^net/http\.\(\*bodyEOFSignal\)\.`,
-		`^heed/engine/fetch\.\(\*h1Transport\)\.`, `^heed/engine/fetch\.\(\*h1Body\)\.`),
+		`^net/http\.\(\*Client\)\.`, `^net/http\.send$`, `^net/http\.\(\*bodyEOFSignal\)\.`),
 	component("files: create, write, hash, sync, name", `^heed/engine/fetch\.`, `^heed/bench\.plainOne$`, `^os\.\(\*File\)\.`),
 	component("engine: queue, politeness, bookkeeping", `^heed/engine\.`),
-	component("garbage collector", `^runtime\.gcBgMarkWorker$`, `^runtime\.bgsweep$`, `^runtime\.bgscavenge$`, `^runtime\.gcAssistAlloc`),
-	component("Go scheduler", `^runtime\.mcall$`, `^runtime\.schedule$`, `^runtime\.findRunnable$`),
+	gcComponent, schedComponent,
 	component("benchmark harness (setup, clean-up)", `^testing\.`, `^heed/bench_test\.`),
 }
+
+// FrontierComponents are the parts of the frontier benchmark's child
+// (e2e frontier-child): the engine over a database of queued jobs, its
+// requests answered in memory. The refills come first, so that the SQLite
+// time of Store.NextJobs is theirs rather than the database's in general;
+// the politeness core's share is dispatch and window bookkeeping.
+var FrontierComponents = []Component{
+	component(RefillPart, `^heed/storage\.\(\*DB\)\.NextJobs$`),
+	component(SQLitePart, `^heed/storage\.`, `^database/sql\.`, `^github\.com/mattn/go-sqlite3\.`),
+	// The in-memory transport runs under the fetcher, so its (small) cost is the fetcher's.
+	component(FetchPart, `^heed/engine/fetch\.`, `^os\.`),
+	component(CorePart, `^heed/engine\.\(\*Core\)\.`),
+	component("engine: run loop, attempts, records", `^heed/engine\.`),
+	gcComponent, schedComponent,
+	component("benchmark harness", `^main\.`),
+}
+
+// The parts of FrontierComponents that the frontier's goal counts, and the
+// database's.
+const (
+	RefillPart = "refills: Store.NextJobs (SQLite)"
+	SQLitePart = "SQLite: open, start, finish, history, host state"
+	CorePart   = "politeness core: dispatch and windows"
+	FetchPart  = "fetch: request, part create, write, hash, sync, rename"
+)
+
+var (
+	gcComponent = component("garbage collector", `^runtime\.gcBgMarkWorker$`, `^runtime\.bgsweep$`, `^runtime\.bgscavenge$`,
+		`^runtime\.gcAssistAlloc`)
+	schedComponent = component("Go scheduler", `^runtime\.mcall$`, `^runtime\.schedule$`, `^runtime\.findRunnable$`)
+)
 
 // Other is the component of the samples no Component claims.
 const Other = "other"
 
 // ComponentCPU reads the output of `go tool pprof -traces` (a CPU profile's
 // samples, each as its value and its stack, leaf first) and returns the CPU
-// time of each component by name.
-func ComponentCPU(traces string) (map[string]time.Duration, error) {
+// time of each of comps by name (Other for the samples none claims).
+func ComponentCPU(traces string, comps []Component) (map[string]time.Duration, error) {
 	out := map[string]time.Duration{}
 	sc := bufio.NewScanner(strings.NewReader(traces))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -58,7 +86,7 @@ func ComponentCPU(traces string) (map[string]time.Duration, error) {
 	inSample := false
 	flush := func() {
 		if inSample {
-			out[classify(frames)] += value
+			out[classify(comps, frames)] += value
 		}
 		inSample, frames = false, frames[:0]
 	}
@@ -92,8 +120,8 @@ func ComponentCPU(traces string) (map[string]time.Duration, error) {
 	return out, nil
 }
 
-func classify(frames []string) string {
-	for _, c := range Components {
+func classify(comps []Component, frames []string) string {
+	for _, c := range comps {
 		for _, fr := range frames {
 			for _, p := range c.patterns {
 				if p.MatchString(fr) {

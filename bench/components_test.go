@@ -38,7 +38,7 @@ Duration: 1.99s, Total samples = 3.35s (168.38%)
       20ms   internal/runtime/syscall/linux.Syscall6
              net.(*conn).Read
              bufio.(*Reader).Read
-             heed/engine/fetch.(*h1Body).Read
+             net/http.(*bodyEOFSignal).Read
              heed/engine/fetch.(*attempt).stream
 -----------+-------------------------------------------------------
       10ms   runtime.memmove
@@ -46,9 +46,9 @@ Duration: 1.99s, Total samples = 3.35s (168.38%)
              heed/bench.plainOne
 -----------+-------------------------------------------------------
       40ms   internal/runtime/syscall/linux.Syscall6
-             golang.org/x/sys/unix.openat
-             heed/engine/fetch.openUnnamed
-             heed/engine/fetch.(*attempt).hold
+             syscall.openat
+             os.(*Root).OpenFile
+             heed/engine/fetch.(*attempt).create
              heed/engine.(*Engine).attempt
 -----------+-------------------------------------------------------
      1.5s   internal/runtime/syscall/linux.Syscall6
@@ -61,12 +61,12 @@ Duration: 1.99s, Total samples = 3.35s (168.38%)
 `
 
 func TestComponentCPU_EachSampleToTheFirstComponentOnItsStack(t *testing.T) {
-	got, err := bench.ComponentCPU(traces)
+	got, err := bench.ComponentCPU(traces, bench.Components)
 	require.NoError(t, err)
 	assert.Equal(t, map[string]time.Duration{
 		"Go scheduler":                           10 * time.Millisecond,
 		"database (storage, SQLite)":             40 * time.Millisecond, // StartJobs under the engine is the database's
-		"HTTP client":                            50 * time.Millisecond, // a body read, Heed's or the plain client's, too
+		"HTTP client":                            50 * time.Millisecond, // a body read under the downloader, too
 		"files: create, write, hash, sync, name": 40 * time.Millisecond,
 		"demo hosts (the server side)":           1500 * time.Millisecond,
 		bench.Other:                              10 * time.Millisecond,
@@ -82,8 +82,45 @@ func TestTracesDuration_FromTheHeader(t *testing.T) {
 }
 
 func TestComponentCPU_RejectsWhatIsNotTraces(t *testing.T) {
-	_, err := bench.ComponentCPU("File: bench.test\nType: cpu\n")
+	_, err := bench.ComponentCPU("File: bench.test\nType: cpu\n", bench.Components)
 	assert.ErrorContains(t, err, "no samples")
-	_, err = bench.ComponentCPU("-----------+----\n  runtime.memmove\n")
+	_, err = bench.ComponentCPU("-----------+----\n  runtime.memmove\n", bench.Components)
 	assert.ErrorContains(t, err, "runtime.memmove")
+}
+
+// In the frontier's child, a refill's SQLite time is the refills', any other
+// storage call's the database's, and the core's own work the core's.
+func TestComponentCPU_FrontierParts(t *testing.T) {
+	const tr = `Duration: 1s, Total samples = 100ms (10%)
+-----------+-------------------------------------------------------
+      30ms   runtime.cgocall
+             github.com/mattn/go-sqlite3._Cfunc__sqlite3_step_row_internal
+             database/sql.(*Rows).Next
+             heed/storage.(*DB).NextJobs
+             heed/engine.(*Engine).refill
+-----------+-------------------------------------------------------
+      20ms   runtime.cgocall
+             database/sql.(*Stmt).ExecContext
+             heed/storage.(*DB).Start
+             heed/engine.(*Engine).start
+-----------+-------------------------------------------------------
+      10ms   heed/engine.(*Core).Refilled
+             heed/engine.(*Engine).refill
+-----------+-------------------------------------------------------
+      15ms   heed/engine.(*Core).Next
+             heed/engine.(*Engine).run
+-----------+-------------------------------------------------------
+      25ms   internal/runtime/syscall/linux.Syscall6
+             os.(*File).Sync
+             heed/engine/fetch.(*attempt).complete
+             heed/engine.(*Engine).attempt
+`
+	got, err := bench.ComponentCPU(tr, bench.FrontierComponents)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]time.Duration{
+		bench.RefillPart: 30 * time.Millisecond,
+		bench.SQLitePart: 20 * time.Millisecond,
+		bench.CorePart:   25 * time.Millisecond,
+		bench.FetchPart:  25 * time.Millisecond,
+	}, got)
 }

@@ -1,9 +1,12 @@
 // Package bench measures Heed against the tools people use instead of it —
 // curl --parallel, wget2, aria2c and a plain Go net/http loop — on the
-// loopback demo hosts of heed/engine/demo, and writes BENCHMARKS.md from the
-// figures it measured (issue #7).
+// loopback demo hosts of heed/engine/demo, measures its frontier over
+// databases of millions of queued jobs, and writes BENCHMARKS.md from the
+// figures it measured (issues #7, #28, #30).
 //
-// The package holds the pieces the driver in bench/cmd/e2e puts together:
+// It is a module of its own (heed/bench), so that Heed's `go test ./...`
+// and `go vet ./...` do not build it. The package holds the pieces the
+// driver in bench/cmd/e2e puts together:
 //
 //   - ParseGoBench reads the output of `go test -bench` into GoBench rows;
 //   - PlainGet is the floor: N goroutines, one shared http.Client, each body
@@ -15,7 +18,10 @@
 //   - Median and Summarize turn repeated runs into the figures the report
 //     shows;
 //   - ComponentCPU charges a CPU profile's samples to the parts of a
-//     download (Components), to set Heed's profile beside the plain client's.
+//     download (Components) or of the frontier (FrontierComponents);
+//   - BuildFixture and Fixture make databases of many queued jobs fast,
+//     with plain SQL, for the frontier benchmark.
 //
-// `make bench` runs it all; nothing in the report is typed by hand.
+// `make bench` runs it all (bench/make-bench.sh); nothing in the report is
+// typed by hand.
 package bench

@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,7 +34,7 @@ func BenchmarkPlainCaseA(b *testing.B) {
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = srv.Close() })
 	for b.Loop() {
-		require.NoError(b, bench.PlainGet(context.Background(), srv.URLs(), benchDir(b), 16))
+		require.NoError(b, bench.PlainGet(context.Background(), srv.URLs(), b.TempDir(), 16))
 	}
 	b.SetBytes(int64(50 * 400 << 10))
 	b.ReportMetric(float64(len(srv.URLs())*b.N)/b.Elapsed().Seconds(), "urls/s")
@@ -56,7 +55,7 @@ func benchCase(b *testing.B, hosts, files, size int) {
 	ctx := context.Background()
 	n := 0
 	for b.Loop() {
-		dir := benchDir(b)
+		dir := b.TempDir()
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
 		eng, err := engine.New(ctx, db, engine.Options{Dir: filepath.Join(dir, "out"),
@@ -101,7 +100,7 @@ func BenchmarkEngineManyHosts(b *testing.B) {
 	var reqs int64
 	var running time.Duration
 	for b.Loop() {
-		dir := benchDir(b)
+		dir := b.TempDir()
 		db, err := storage.Open(filepath.Join(dir, "heed.db"))
 		require.NoError(b, err)
 		eng, err := engine.New(context.Background(), db, engine.Options{Dir: filepath.Join(dir, "out"),
@@ -121,19 +120,4 @@ func BenchmarkEngineManyHosts(b *testing.B) {
 		require.NoError(b, db.Close())
 	}
 	b.ReportMetric(float64(reqs)/running.Seconds(), "requests/s")
-}
-
-// benchDir is a fresh folder for one run: under $HEED_BENCH_KEEP, kept
-// afterwards, when that is set (make bench: deleting thousands of files
-// makes the next creates on these machines' file system slow for minutes,
-// see bench.Settle), else a temporary one.
-func benchDir(b *testing.B) string {
-	root := os.Getenv("HEED_BENCH_KEEP")
-	if root == "" {
-		return b.TempDir()
-	}
-	require.NoError(b, os.MkdirAll(root, 0o755))
-	dir, err := os.MkdirTemp(root, "run-")
-	require.NoError(b, err)
-	return dir
 }

@@ -72,3 +72,27 @@ func ParseGoBench(r io.Reader) ([]GoBench, error) {
 	}
 	return out, sc.Err()
 }
+
+// GoBenchFailures returns each failure `go test -bench` printed: the
+// "--- FAIL: Name" line with the indented lines that follow it (the
+// test's log), and any "panic:" line.
+func GoBenchFailures(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	cur := -1
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "--- FAIL: "), strings.HasPrefix(line, "panic: "),
+			strings.HasPrefix(line, "FAIL") && strings.HasSuffix(line, "failed]"): // [build failed], [setup failed]
+			out = append(out, strings.TrimSpace(line))
+			cur = len(out) - 1
+		case cur >= 0 && (strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t")):
+			out[cur] += " " + strings.TrimSpace(line)
+		default:
+			cur = -1
+		}
+	}
+	return out, sc.Err()
+}

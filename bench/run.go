@@ -263,9 +263,11 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // CreateCost creates n files of 1 KiB in a new folder under dir, keeps them,
-// and returns the CPU time (user + system, this thread only) per file. It
-// tells what a file create costs on the download folders' file system at
-// that moment; see Settle.
+// and returns the CPU time (user + system, this thread only) per file: what
+// a file create costs on the download folders' file system at that moment.
+// On a file system made for the run it is a few tens of µs; far more says
+// the file system carries earlier work (an aged ext4 without a journal
+// checks every recently freed inode on each create).
 func CreateCost(dir string, n int) (time.Duration, error) {
 	probe, err := os.MkdirTemp(dir, "create-cost-")
 	if err != nil {
@@ -304,39 +306,4 @@ func threadCPU() (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
-}
-
-// Settle flushes dir's file system, waits d, and returns what creating a
-// file in dir then costs (CPU per 1 KiB file).
-//
-// An ext4 file system without a journal (as on these machines) will not
-// reuse an inode freed in the last 60 s — 360 s while that part of the inode
-// table is unwritten, which creating a neighbour makes it again — and checks
-// every such inode, from the start of its group, on each create: right after
-// thousands of files were deleted, a create costs ~0.3–0.6 ms of CPU instead
-// of 20–50 µs, whichever tool runs. So the benchmark deletes nothing while it
-// measures, and first waits for earlier deletions to age out.
-func Settle(dir string, d time.Duration) (time.Duration, error) {
-	if _, err := SyncDir(dir); err != nil {
-		return 0, err
-	}
-	time.Sleep(d)
-	return CreateCost(dir, 1000)
-}
-
-// Shrink empties every file in dir of 1 MiB or more, keeping the file
-// itself: the space comes back without deleting anything (see Settle).
-func Shrink(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.Size() >= 1<<20 {
-			if err := os.Truncate(filepath.Join(dir, e.Name()), 0); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -44,6 +44,14 @@ func Heed(bin string) Tool {
 	}
 }
 
+// HeedOld is Heed as an older tree builds it (make bench's BENCH_OLD), run
+// exactly as Heed is: the same figures for the design before this one.
+func HeedOld(bin string) Tool {
+	t := Heed(bin)
+	t.Name = "heed-old"
+	return t
+}
+
 // Curl runs curl --parallel over a config file of url/output pairs (the
 // command line cannot hold 20,000 URLs).
 func Curl() Tool {

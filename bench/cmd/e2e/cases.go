@@ -36,6 +36,9 @@ type caseResult struct {
 	Bytes   int64
 	Sampled int // files checked by SHA-256 after each run
 	Tools   []toolResult
+	// LoadBefore and LoadAfter are the load average (1, 5, 15 min) before
+	// the case's first run and after its last.
+	LoadBefore, LoadAfter string
 }
 
 // runCase serves the case's files from an in-process demo server and runs
@@ -50,7 +53,7 @@ func runCase(ctx context.Context, o options, rn bench.Runner, c e2eCase, tools [
 	}
 	defer srv.Close()
 	urls := srv.URLs()
-	res := caseResult{Case: c, Total: len(urls)}
+	res := caseResult{Case: c, Total: len(urls), LoadBefore: loadavg()}
 	want := make([]bench.Want, len(urls))
 	for i, u := range urls {
 		name, err := bench.FileName(u)
@@ -94,6 +97,7 @@ func runCase(ctx context.Context, o options, rn bench.Runner, c e2eCase, tools [
 	for i := range res.Tools {
 		res.Tools[i].Sum = bench.Summarize(res.Tools[i].Runs)
 	}
+	res.LoadAfter = loadavg()
 	return res, ctx.Err()
 }
 
@@ -106,7 +110,6 @@ func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []ben
 			return bench.Measure{}, err
 		}
 	}
-	// Nothing is deleted until the benchmark ends (see bench.Settle).
 	args, err := t.Args(j)
 	if err != nil {
 		return bench.Measure{}, err
@@ -125,5 +128,7 @@ func runOnce(rn bench.Runner, root string, t bench.Tool, j bench.Job, want []ben
 	if err := bench.Verify(j.Dir, want); err != nil {
 		return m, err
 	}
-	return m, bench.Shrink(j.Dir)
+	// The scratch folder is a file system made for the run, with a journal: a deletion costs the
+	// next run's creates nothing (see make-bench.sh).
+	return m, os.RemoveAll(base)
 }

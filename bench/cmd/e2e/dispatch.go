@@ -51,9 +51,10 @@ func (d *dispatchBench) close() { _ = d.srv.Close() }
 // dispatchResult is case (c): heed get with the default politeness against
 // many hosts for a fixed window.
 type dispatchResult struct {
-	Hosts, Jobs int
-	Window      time.Duration
-	Runs        []dispatchRun
+	Hosts, Jobs           int
+	Window                time.Duration
+	Runs                  []dispatchRun
+	LoadBefore, LoadAfter string
 }
 
 type dispatchRun struct {
@@ -66,8 +67,9 @@ type dispatchRun struct {
 // perRequest queues every URL with `heed add` (untimed), then runs `heed
 // get` for the window, stops it with SIGINT and divides its CPU time by the
 // requests the demo hosts received.
-func (d *dispatchBench) perRequest(ctx context.Context) (dispatchResult, error) {
-	res := dispatchResult{Hosts: d.hosts, Jobs: d.jobs, Window: d.o.window}
+func (d *dispatchBench) perRequest(ctx context.Context) (res dispatchResult, err error) {
+	res = dispatchResult{Hosts: d.hosts, Jobs: d.jobs, Window: d.o.window, LoadBefore: loadavg()}
+	defer func() { res.LoadAfter = loadavg() }()
 	urlFile := filepath.Join(d.root, "urls.txt")
 	if err := os.WriteFile(urlFile, []byte(strings.Join(d.urls, "\n")+"\n"), 0o644); err != nil {
 		return res, err
@@ -91,7 +93,10 @@ func (d *dispatchBench) perRequest(ctx context.Context) (dispatchResult, error) 
 		logf("  run %d: %d requests in %v, %v cpu, first after %v, %d MiB max RSS", r+1, run.Requests,
 			run.Get.Wall.Round(time.Millisecond), (run.Get.User + run.Get.Sys).Round(time.Millisecond),
 			run.FirstReq.Round(time.Millisecond), run.Get.MaxRSS>>20)
-		res.Runs = append(res.Runs, run) // its files stay until the end (bench.Settle)
+		res.Runs = append(res.Runs, run)
+		if err := os.RemoveAll(base); err != nil {
+			return res, err
+		}
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
@@ -147,6 +152,8 @@ type scaleResult struct {
 	DBBytes           int64
 	Window            time.Duration // heed ran this long after its first request
 	Runs              []dispatchRun
+	LoadBefore        string // before the first run
+	LoadAfter         string
 }
 
 // scale builds a database of 1,000,000 queued jobs over 100,000 hosts with
@@ -155,10 +162,10 @@ type scaleResult struct {
 // hosts listen (10 jobs each); the other hosts are loopback addresses
 // 127.100.x.y and 127.101.x.y on port 9 where nothing listens, so their
 // requests are refused at once and never leave the machine.
-func (d *dispatchBench) scale(ctx context.Context) (scaleResult, error) {
+func (d *dispatchBench) scale(ctx context.Context) (res scaleResult, err error) {
 	const perHost = 10
 	hosts := d.o.n(100000)
-	res := scaleResult{Hosts: hosts, Live: min(d.hosts, hosts), Window: 10 * time.Second}
+	res = scaleResult{Hosts: hosts, Live: min(d.hosts, hosts), Window: 10 * time.Second}
 	if err := refused("127.100.0.1:9"); err != nil {
 		return res, err
 	}
@@ -185,6 +192,8 @@ func (d *dispatchBench) scale(ctx context.Context) (scaleResult, error) {
 		res.DBBytes = st.Size()
 	}
 	logf("  queued in %v, database %d MiB", res.Enqueue.Round(time.Millisecond), res.DBBytes>>20)
+	res.LoadBefore = loadavg()
+	defer func() { res.LoadAfter = loadavg() }()
 	for r := range d.o.slowRuns {
 		base := filepath.Join(d.root, fmt.Sprintf("scale-%d", r))
 		db, out := filepath.Join(base, "heed.db"), filepath.Join(base, "out")

@@ -1,12 +1,16 @@
 // Command e2e times Heed against curl, wget2, aria2c and a plain Go client
-// on loopback demo hosts and writes BENCHMARKS.md from what it measured.
-// `make bench` runs it; see bench/doc.go for the parts.
+// on loopback demo hosts, runs the frontier benchmark over databases of
+// many queued jobs, sets the politeness core's and the store's Go
+// benchmarks beside those of an older tree, and writes BENCHMARKS.md from
+// what it measured. `make bench` runs it (bench/make-bench.sh); see
+// bench/doc.go for the parts. From the bench module's folder:
 //
-//	go run ./bench/cmd/e2e -out BENCHMARKS.md -gobench gobench.txt -profile top.txt
+//	go run ./cmd/e2e -repo .. -out ../BENCHMARKS.md -gobench gobench.txt -profile top.txt
 //
 // `e2e plain [-sha256|-default] -i URLFILE -P DIR -j N` is the plain-client
 // floor (hashing each file with -sha256; on http.DefaultClient with
-// -default), run as a child like every other tool.
+// -default), run as a child like every other tool; `e2e frontier-child` is
+// one run of the frontier benchmark (frontier_child.go).
 package main
 
 import (
@@ -27,8 +31,11 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "plain" {
 		os.Exit(plainMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "frontier-child" {
+		os.Exit(frontierChildMain(os.Args[2:]))
+	}
 	var o options
-	flag.StringVar(&o.repo, "repo", ".", "Heed's source tree, to build heed from")
+	flag.StringVar(&o.repo, "repo", "..", "Heed's source tree, to build heed from (its bench folder is this module)")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report to write")
 	flag.StringVar(&o.tmp, "tmp", filepath.Join(os.TempDir(), "heed-bench"), "scratch folder (emptied first)")
 	flag.StringVar(&o.gobench, "gobench", "", "`file` with the output of go test -bench, for the report")
@@ -38,15 +45,21 @@ func main() {
 	flag.StringVar(&o.tracesA, "traces-a", "", "`file` with go tool pprof -traces of case (a) in-process (BenchmarkEngineCaseA)")
 	flag.StringVar(&o.tracesPlain, "traces-plain", "", "`file` with go tool pprof -traces of the plain client on case (a) (BenchmarkPlainCaseA)")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
-	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale", "cases to run")
+	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale,frontier,old", "cases to run")
+	flag.StringVar(&o.fsInfo, "fs", "", "what the scratch folder's file system is, for the report (make-bench.sh says)")
+	flag.StringVar(&o.commit, "commit", "", "what the measured tree is, for the report (default: its git commit)")
+	flag.BoolVar(&o.freshFS, "fresh-fs", false, "the scratch folder is a file system made for this run")
+	flag.StringVar(&o.old, "old", "", "`tree` of an older Heed (a git worktree) whose BenchmarkDispatch and BenchmarkEnqueue to set beside this one's")
+	flag.IntVar(&o.oldRounds, "old-rounds", 5, "rounds of the old/new comparison (each runs old and new once, alternating)")
+	flag.StringVar(&o.frontierSizes, "frontier", "100000,1000000", "queued jobs of each frontier database (over 100,000 hosts)")
+	flag.IntVar(&o.frontierRuns, "frontier-runs", 3, "runs of the frontier benchmark at each size")
+	flag.StringVar(&o.fixtures, "fixtures", filepath.Join(os.TempDir(), "heed-bench-fixtures"), "`folder` that caches the frontier's databases, by size and schema")
 	flag.StringVar(&o.tools, "tools", "heed,curl,wget2,aria2c,plain-go,plain-go+sha256,plain-go/default", "tools to compare")
 	flag.IntVar(&o.fastRuns, "runs", 5, "runs of each tool in cases (a) and (b)")
 	flag.IntVar(&o.slowRuns, "slow-runs", 3, "runs of case (c) and of the scale run")
 	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch folder (heed binary, scale database) afterwards")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
-	flag.DurationVar(&o.settle, "settle", 370*time.Second, "wait this long before measuring, for earlier deletions to age out (bench.Settle)")
-	flag.DurationVar(&o.waited, "waited", 0, "how long the caller already waited after its last deletion (make bench), for the report")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -56,11 +69,11 @@ func main() {
 
 type options struct {
 	repo, out, tmp, gobench, profile, profileB, profileC, loadBefore, cases, tools string
-	tracesA, tracesPlain                                                           string
-	fastRuns, slowRuns                                                             int
+	tracesA, tracesPlain, fsInfo, old, frontierSizes, fixtures, commit             string
+	fastRuns, slowRuns, oldRounds, frontierRuns                                    int
 	scaleDown                                                                      float64
-	keep                                                                           bool
-	window, settle, waited                                                         time.Duration
+	keep, freshFS                                                                  bool
+	window                                                                         time.Duration
 }
 
 func (o options) has(list, name string) bool {
@@ -76,7 +89,10 @@ func (o options) n(x int) int { return max(1, int(float64(x)*o.scaleDown)) }
 
 func run(ctx context.Context, o options) error {
 	rep := &report{Started: time.Now(), LoadBefore: strings.TrimSpace(o.loadBefore), LoadStart: loadavg(),
-		Scale: o.scaleDown, Settle: o.settle + o.waited}
+		Scale: o.scaleDown, FS: o.fsInfo, FreshFS: o.freshFS, Commit: o.commit}
+	if rep.Commit == "" {
+		rep.Commit = commitOf(o.repo)
+	}
 	rep.NoFile = raiseNoFile()
 	if err := os.RemoveAll(o.tmp); err != nil {
 		return err
@@ -92,8 +108,8 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("building heed: %w", err)
 	}
 	wrapper := filepath.Join(o.tmp, "rusage")
-	build = exec.Command("go", "build", "-o", wrapper, "./bench/cmd/rusage")
-	build.Dir, build.Stdout, build.Stderr = o.repo, os.Stderr, os.Stderr
+	build = exec.Command("go", "build", "-o", wrapper, "./cmd/rusage")
+	build.Dir, build.Stdout, build.Stderr = filepath.Join(o.repo, "bench"), os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building the rusage wrapper: %w", err)
 	}
@@ -108,6 +124,18 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	all := []bench.Tool{bench.Heed(heedBin), bench.Curl(), bench.Wget2(), bench.Aria2(), bench.Plain(self), bench.PlainSHA256(self), bench.PlainDefault(self)}
+	if o.old != "" && o.has(o.cases, "old") {
+		// The old design's heed takes its turns in cases (a), (a5k) and (b) beside this one.
+		oldBin := filepath.Join(o.tmp, "heed-old")
+		logf("building the old tree's heed (%s)", o.old)
+		build := exec.Command("go", "build", "-tags", "migrated_fynedo", "-o", oldBin, ".")
+		build.Dir, build.Stdout, build.Stderr = o.old, os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("building the old tree's heed: %w", err)
+		}
+		all = append(all[:1:1], append([]bench.Tool{bench.HeedOld(oldBin)}, all[1:]...)...)
+		o.tools += ",heed-old"
+	}
 	var tools []bench.Tool
 	for _, t := range all {
 		if o.has(o.tools, t.Name) {
@@ -115,8 +143,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	rep.machine(tools)
-	logf("waiting %v for earlier deletions to age out (bench.Settle)", o.settle)
-	if rep.CreateCost, err = bench.Settle(o.tmp, o.settle); err != nil {
+	if rep.CreateCost, err = bench.CreateCost(o.tmp, 1000); err != nil {
 		return fmt.Errorf("measuring the cost of a file create: %w", err)
 	}
 	logf("a file create costs %v of CPU here", rep.CreateCost.Round(time.Microsecond))
@@ -160,12 +187,34 @@ func run(ctx context.Context, o options) error {
 			rep.Scale1M = &res
 		}
 	}
+	if o.has(o.cases, "frontier") {
+		res, err := runFrontier(ctx, o, runner, heedBin)
+		if err != nil {
+			return fmt.Errorf("frontier: %w", err)
+		}
+		rep.Frontier = res
+	}
+	if o.has(o.cases, "old") {
+		if o.old == "" {
+			rep.OldSkipped = "no older tree was given (BENCH_OLD unset)"
+		} else {
+			res, err := compareOld(ctx, o)
+			if err != nil {
+				return fmt.Errorf("old/new: %w", err)
+			}
+			rep.OldNew = res
+		}
+	}
 	if o.gobench != "" {
 		f, err := os.Open(o.gobench)
 		if err != nil {
 			return err
 		}
 		rep.GoBench, err = bench.ParseGoBench(f)
+		if err == nil {
+			_, _ = f.Seek(0, 0)
+			rep.GoBenchFailed, err = bench.GoBenchFailures(f)
+		}
 		f.Close()
 		if err != nil {
 			return err
@@ -206,15 +255,7 @@ func run(ctx context.Context, o options) error {
 	if o.keep {
 		return nil
 	}
-	// Every run's downloads are still there (deleting them while measuring would slow the next
-	// tool's creates, see bench.Settle); removing them can take minutes on these disks.
-	logf("removing the scratch folder %s (every run's downloads)", o.tmp)
-	began := time.Now()
-	if err := os.RemoveAll(o.tmp); err != nil {
-		return err
-	}
-	logf("removed in %s", time.Since(began).Round(100*time.Millisecond))
-	return nil
+	return os.RemoveAll(o.tmp)
 }
 
 // raiseNoFile lifts the soft limit on open files to the hard one (case (c)
@@ -255,7 +296,7 @@ func componentsOf(heedTraces, plainTraces string) (*partsResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		if *f.dst, err = bench.ComponentCPU(string(b)); err != nil {
+		if *f.dst, err = bench.ComponentCPU(string(b), bench.Components); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.path, err)
 		}
 		if *f.wall, err = bench.TracesDuration(string(b)); err != nil {
