@@ -30,7 +30,6 @@ import (
 	"heed/cli"
 	_ "heed/clocale" // before the toolkit reads the locale
 	"heed/engine"
-	"heed/storage"
 	"heed/ui"
 )
 
@@ -133,7 +132,7 @@ func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) in
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable
 	}
-	db, err := storage.Open(dbPath)
+	db, err := cli.OpenDatabase(parent, dbPath, "") // the window on a PostgreSQL queue is one of its workers
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable

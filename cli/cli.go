@@ -15,11 +15,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"heed/engine"
 	"heed/engine/fetch"
 	"heed/storage"
+	"heed/storage/postgres"
 )
 
 // Exit codes (SPEC §9).
@@ -133,6 +136,8 @@ func (e *errWriter) Write(p []byte) (int, error) {
 // common holds the flags every command takes.
 type common struct {
 	db, dir string
+	worker  string        // heed worker --name: the fleet member's name
+	lease   time.Duration // heed worker --lease
 }
 
 // usageErr prints a usage error and returns ExitUsage.
@@ -141,23 +146,50 @@ func usageErr(env Env, format string, a ...any) int {
 	return ExitUsage
 }
 
-// DBPath returns the database path: p, or storage's default.
+// DBPath returns the database: p, else $HEED_DB, else storage's default
+// file. A postgres:// URL names a PostgreSQL database (M1).
 func DBPath(p string) (string, error) {
 	if p != "" {
 		return p, nil
 	}
+	if v := os.Getenv("HEED_DB"); v != "" {
+		return v, nil
+	}
 	return storage.DefaultPath()
+}
+
+// Database is what the commands use of a database, SQLite's or
+// PostgreSQL's.
+type Database interface {
+	engine.Store
+	Counts(ctx context.Context) (engine.Counts, error)
+	Path() string
+	Close() error
+}
+
+// OpenDatabase opens the database at path: a postgres:// URL as a member
+// of the fleet under worker ("" for the machine's name and the process id;
+// SPEC §12), else an SQLite file.
+func OpenDatabase(ctx context.Context, path, worker string, lease ...time.Duration) (Database, error) {
+	if postgres.IsURL(path) {
+		opts := []postgres.Option{postgres.WithWorker(worker)}
+		if len(lease) > 0 && lease[0] > 0 {
+			opts = append(opts, postgres.WithLease(lease[0]))
+		}
+		return postgres.Open(ctx, path, opts...)
+	}
+	return storage.Open(path)
 }
 
 // openDB opens the database, printing a clear message naming the file when
 // it is unusable (S6, RELIABILITY F36).
-func openDB(env Env, c *common) (*storage.DB, int) {
+func openDB(env Env, c *common) (Database, int) {
 	path, err := DBPath(c.db)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return nil, ExitUnusable
 	}
-	db, err := storage.Open(path)
+	db, err := OpenDatabase(context.Background(), path, c.worker, c.lease)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return nil, ExitUnusable
@@ -169,17 +201,29 @@ func openDB(env Env, c *common) (*storage.DB, int) {
 // history): a database that is not there is reported, not created, so that
 // a mistyped --db does not show an empty list as if nothing were queued;
 // and one that another Heed is running on is opened for reading only.
-func openExisting(env Env, c *common) (*storage.DB, int) {
+func openExisting(env Env, c *common) (Database, int) {
 	path, err := DBPath(c.db)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
 		return nil, ExitUnusable
 	}
+	if postgres.IsURL(path) {
+		db, err := postgres.Open(context.Background(), path)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+			return nil, ExitUnusable
+		}
+		return db, ExitOK
+	}
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		fmt.Fprintf(env.Stderr, "heed: no database at %s (heed add or heed get creates it)\n", path)
 		return nil, ExitUnusable
 	}
-	db, err := storage.Open(path)
+	var db Database
+	sdb, err := storage.Open(path)
+	if err == nil {
+		db = sdb
+	}
 	// A heed get or the window is running on it, or another program holds a
 	// lock on it: list what is committed.
 	locked, busy, readOnly := errors.Is(err, storage.ErrLocked), errors.Is(err, storage.ErrBusy), errors.Is(err, storage.ErrUnreadable)

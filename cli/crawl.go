@@ -16,7 +16,6 @@ import (
 	"heed/engine"
 	"heed/engine/crawl"
 	"heed/engine/fetch"
-	"heed/storage"
 )
 
 // crawlOpts are the flags of crawl: get's, and the crawl's rules.
@@ -221,7 +220,7 @@ func resumeCrawl(ctx context.Context, env Env, c *common, o *crawlOpts, defaults
 		}
 	}
 	var state engine.CrawlState
-	check := func(db *storage.DB) int {
+	check := func(db Database) int {
 		cr, ok, err := crawlByID(ctx, db, id)
 		switch {
 		case err != nil:

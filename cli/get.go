@@ -13,7 +13,7 @@ import (
 
 	"heed/engine"
 	"heed/engine/fetch"
-	"heed/storage"
+	"heed/storage/postgres"
 )
 
 // queueOpts are the flags of get and add; crawl has them too, but --again.
@@ -135,7 +135,7 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 	}
 	if download && !given { // nothing to queue: there must be a queue
 		path, err := DBPath(c.db)
-		if err == nil {
+		if err == nil && !postgres.IsURL(path) {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 				return usageErr(env, nothingToDo)
 			}
@@ -147,9 +147,9 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 		return ExitUsage
 	}
 	defer in.Close()
-	var check func(*storage.DB) int
+	var check func(Database) int
 	if download && !given {
-		check = func(db *storage.DB) int {
+		check = func(db Database) int {
 			if n, err := db.Counts(ctx); err == nil && n.Queued+n.Active == 0 {
 				return usageErr(env, nothingToDo)
 			}
@@ -215,7 +215,7 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 type session struct {
 	env Env
 	ctx context.Context // the command's: it ends on Ctrl-C
-	db  *storage.DB
+	db  Database
 	eng *engine.Engine
 	p   *progress
 	// rejected says that part of what was given could not be queued (a
@@ -237,7 +237,7 @@ type session struct {
 // held open (Engine.Adding) until finish: downloads may start while the
 // URLs are still being added, and it does not end for want of them.
 func openSession(ctx context.Context, env Env, c *common, o *queueOpts, defaults engine.Tunables, download bool,
-	check func(*storage.DB) int) (*session, int) {
+	check func(Database) int) (*session, int) {
 	if code := folderUsable(env, c); code != ExitOK {
 		return nil, code
 	}

@@ -62,6 +62,10 @@ type hostLine struct {
 	// only, where the engine is open: it alone knows what the quota's
 	// state means now.
 	Quota string `json:"quota,omitempty"`
+	// In a fleet (PostgreSQL): the worker that leases the host and until
+	// when (M4); absent when nobody does.
+	Owner      string     `json:"owner,omitempty"`
+	LeaseUntil *time.Time `json:"lease_until,omitempty"`
 }
 
 // newHostLine is s as heed hosts lists it, with its job counts. An open
@@ -73,6 +77,10 @@ func newHostLine(s engine.HostState) *hostLine {
 		Tunables: s.Tunables, Jobs: map[string]int64{}}
 	l.setJobs(s.Counts)
 	l.CrawlDelayMS = s.CrawlDelay.Milliseconds()
+	if s.Owner != "" && !s.LeaseUntil.IsZero() {
+		u := s.LeaseUntil
+		l.Owner, l.LeaseUntil = s.Owner, &u
+	}
 	if !s.Gate.IsZero() {
 		g := s.Gate
 		l.Gate = &g
@@ -218,14 +226,18 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 	}
 	// A ROBOTS column once a crawl has been: a host it has not fetched is
 	// left blank.
-	robots := false
+	robots, fleet := false, false
 	for _, l := range lines {
 		robots = robots || robotsColumn(l) != ""
 	}
+	_, fleet = db.(engine.FleetReader) // a PostgreSQL queue: each host's owner
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	head := "HOST\tSTATE\tLEVEL\tWAIT\tBREAKER\tRATE\tQUEUED\tDONE\tFAILED\tLAST"
 	if robots {
 		head += "\tSKIPPED\tROBOTS"
+	}
+	if fleet {
+		head += "\tOWNER"
 	}
 	fmt.Fprintln(tw, head)
 	now := time.Now()
@@ -240,6 +252,13 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 			l.Jobs["queued"], l.Jobs["done"], l.Jobs["failed"], l.LastStatus)
 		if robots {
 			fmt.Fprintf(tw, "\t%d\t%s", l.Jobs["skipped"], robotsColumn(l))
+		}
+		if fleet {
+			owner := "-"
+			if l.LeaseUntil != nil && l.LeaseUntil.After(now) {
+				owner = l.Owner
+			}
+			fmt.Fprintf(tw, "\t%s", owner)
 		}
 		fmt.Fprintln(tw)
 	}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"heed/storage/postgres/pgtest"
 )
 
 // heedBin is the heed binary built by TestMain, or the one named by the
@@ -38,6 +40,7 @@ func TestMain(m *testing.M) {
 	if bin := os.Getenv("HEED_E2E_BIN"); bin != "" { // a heed binary built elsewhere
 		heedBin = bin
 		code := m.Run()
+		pgtest.Stop()
 		os.RemoveAll(dir)
 		os.Exit(code)
 	}
@@ -50,6 +53,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	pgtest.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -25,6 +25,9 @@ const maxPieces = 1000
 // its next state.
 func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	defer e.finished()
+	if e.fleet != nil {
+		e.fleet.requests.Add(1)
+	}
 	job, a, jctx, ok := e.start(ctx, d)
 	if !ok {
 		return
@@ -80,7 +83,7 @@ func (e *Engine) start(ctx context.Context, d Dispatch) (Job, *activeJob, contex
 			e.release(chosen)
 			skip = append(skip, chosen)
 			continue
-		case errors.Is(err, ErrNotQueued), errors.Is(err, ErrNotFound):
+		case stolen(err), errors.Is(err, ErrNotFound):
 		default:
 			e.breaks(fmt.Errorf("%w that a download starts: %w", ErrNotRecorded, err))
 		}

@@ -8,7 +8,8 @@ import (
 // The commands a person gives, from the window or the command line. Each is
 // on disk when it returns without error (J3, G9, S4), whether or not Run is
 // running: the window calls them while it downloads, heed host on an engine
-// that never runs.
+// that never runs. In a fleet, a host command is written to the host's row,
+// and the worker that holds the host applies it within a second (M4).
 
 // The states a job command moves jobs from.
 var (
@@ -75,12 +76,18 @@ func (e *Engine) queue(ctx context.Context, ids []int64, from []JobState) ([]int
 // PauseHost stops dispatching to host at once (G9); its in-flight requests
 // finish and its queued jobs stay queued.
 func (e *Engine) PauseHost(ctx context.Context, host, reason string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandPause, Paused: true, PauseReason: reason})
+	}
 	e.core.PauseHost(host, reason)
 	return e.saveHost(ctx)
 }
 
 // ResumeHost lets host dispatch again (G9).
 func (e *Engine) ResumeHost(ctx context.Context, host string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandResume})
+	}
 	e.core.ResumeHost(host)
 	return e.saveHost(ctx)
 }
@@ -88,6 +95,13 @@ func (e *Engine) ResumeHost(ctx context.Context, host string) error {
 // SetHostTunables gives host its own tunables, live (G2, U3). The error
 // names the field out of bounds; nothing changes then.
 func (e *Engine) SetHostTunables(ctx context.Context, host string, t Tunables) error {
+	if e.fleet != nil {
+		t = t.Normalize()
+		if err := t.Validate(); err != nil {
+			return err
+		}
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandTune, Tunables: &t})
+	}
 	if err := e.core.SetHostTunables(host, t); err != nil {
 		return err
 	}
@@ -96,24 +110,36 @@ func (e *Engine) SetHostTunables(ctx context.Context, host string, t Tunables) e
 
 // UseDefaults makes host follow the default tunables again.
 func (e *Engine) UseDefaults(ctx context.Context, host string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandTune})
+	}
 	e.core.ClearHostTunables(host)
 	return e.saveHost(ctx)
 }
 
 // ProbeNow moves host's open breaker to half-open at once (B5).
 func (e *Engine) ProbeNow(ctx context.Context, host string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandBreaker, Action: EventProbeNow})
+	}
 	e.core.ProbeNow(host)
 	return e.saveHost(ctx)
 }
 
 // ResetBreaker closes host's breaker (B5).
 func (e *Engine) ResetBreaker(ctx context.Context, host string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandBreaker, Action: EventReset})
+	}
 	e.core.ResetBreaker(host)
 	return e.saveHost(ctx)
 }
 
 // TripBreaker opens host's breaker now (B5).
 func (e *Engine) TripBreaker(ctx context.Context, host string) error {
+	if e.fleet != nil {
+		return e.command(ctx, HostCommand{Host: host, Kind: CommandBreaker, Action: EventTrip})
+	}
 	e.core.TripBreaker(host)
 	return e.saveHost(ctx)
 }

@@ -83,6 +83,9 @@ type Engine struct {
 	// must not be acted on (J3), so Run stops dispatching and returns it.
 	broken atomic.Pointer[error]
 
+	fleet     *fleetState // nil on a store of one machine's
+	fleetStop func()      // ends the fleet loop of a run
+
 	crawlMu sync.Mutex
 	crawls  map[int64]*crawlRun // every stored crawl, by id
 	robots  robotsCache
@@ -167,6 +170,9 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		}
 		opt.GlobalRatePerSec, opt.BandwidthBytesPerSec = l.RatePerSec, l.BytesPerSec
 	}
+	if f, ok := store.(Fleet); ok {
+		e.fleet = &fleetState{f: f}
+	}
 	e.bw = rate.NewLimiter(rate.Inf, 1)
 	e.SetBandwidth(opt.BandwidthBytesPerSec)
 	e.opt = opt
@@ -221,13 +227,15 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	now := time.Now()
 	for _, h := range hosts {
-		e.core.RestoreHost(h, now)
+		if e.fleet == nil { // a worker runs the hosts it claims, as it claims them
+			e.core.RestoreHost(h, now)
+		}
 	}
 	if err := e.loadCrawls(ctx); err != nil {
 		return err
 	}
 	e.core.DirtyHosts() // what was just restored is already on disk
-	if running == "true" {
+	if running == "true" && e.fleet == nil {
 		// The last run stopped without writing its hosts (a crash, a kill
 		// -9): the requests of its last hostSaveEvery may be missing from
 		// the saved buckets, so every host starts empty now and fills at

@@ -40,10 +40,10 @@ func (e *Engine) complete(t *try, res fetch.Result, row Attempt) {
 	}
 	got, err := e.store.Finish(ctx, end)
 	switch {
-	case errors.Is(err, ErrNotQueued):
+	case stolen(err):
 		// Paused or cancelled while it finished: its complete part stays,
 		// recorded for the resume, which finds it whole (C20).
-		e.report(job, JobEnd{Outcome: "canceled", Bytes: res.Bytes, Err: "stopped by the user"})
+		e.report(job, JobEnd{Outcome: "canceled", Bytes: res.Bytes, Err: stoppedWhy(err)})
 		return
 	case err != nil:
 		err = fmt.Errorf("%w a finished download: %w", ErrNotRecorded, err)
@@ -110,8 +110,8 @@ func (e *Engine) finishWithout(t *try, end End, outcome string) {
 	got, err := e.store.Finish(context.Background(), end)
 	je := JobEnd{Outcome: outcome, Err: end.Error}
 	switch {
-	case errors.Is(err, ErrNotQueued):
-		je.Outcome, je.Err = "canceled", "stopped by the user"
+	case stolen(err):
+		je.Outcome, je.Err = "canceled", stoppedWhy(err)
 	case err != nil:
 		err = fmt.Errorf("%w how a download ended: %w", ErrNotRecorded, err)
 		e.breaks(err)
@@ -189,8 +189,8 @@ func (e *Engine) end(t *try, dec Decision, res fetch.Result, row *Attempt, outco
 	switch {
 	case err == nil && end.State == JobQueued:
 		e.core.Add(job.ID, job.Host, end.NotBefore)
-	case errors.Is(err, ErrNotQueued): // the person paused or cancelled it meanwhile
-		outcome, dec.Reason = "canceled", "stopped by the user"
+	case stolen(err): // the person paused or cancelled it meanwhile
+		outcome, dec.Reason = "canceled", stoppedWhy(err)
 	case err != nil:
 		err = fmt.Errorf("%w how a download ended: %w", ErrNotRecorded, err)
 		e.breaks(err)

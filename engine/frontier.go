@@ -39,12 +39,19 @@ const (
 )
 
 // windowSize is how many jobs a host's window is refilled to: enough for
-// its in-flight cap plus a few; lowMark is the size below which it asks for
-// a refill, and maxWindow the size past which jobs queued into it are left
-// to storage.
-func windowSize(h *host) int { return h.tun.MaxInflight + 8 }
-func lowMark(h *host) int    { return h.tun.MaxInflight + 2 }
-func maxWindow(h *host) int  { return 2 * windowSize(h) }
+// its in-flight cap (up to maxWindowInflight) plus a few; lowMark is the
+// size below which it asks for a refill, and maxWindow the size past which
+// jobs queued into it are left to storage.
+func windowSize(h *host) int { return min(h.tun.MaxInflight, maxWindowInflight) + 8 }
+func lowMark(h *host) int    { return min(h.tun.MaxInflight, maxWindowInflight) + 2 }
+
+// maxWindowInflight bounds the in-flight cap a window is sized for: a host
+// allowed 256 requests at once holds 40 jobs in memory, not 264, and is
+// refilled a little more often — memory grows with hosts, not with their
+// caps times hosts (Q1).
+const maxWindowInflight = 32
+
+func maxWindow(h *host) int { return 2 * windowSize(h) }
 
 // nanos is t as the Store orders it: unix nanoseconds of the wall clock,
 // 0 for the zero time.
@@ -177,6 +184,7 @@ type Refill struct {
 	After Cursor
 	N     int
 	gen   uint32
+	h     *host // the host asked for: one forgotten since (ForgetHost) takes nothing
 }
 
 // Refills takes up to most of the refills the windows want, oldest first.
@@ -187,7 +195,7 @@ func (c *Core) Refills(most int) []Refill {
 	out := make([]Refill, 0, n)
 	for _, h := range c.refills[:n] {
 		h.refill = refillRunning
-		out = append(out, Refill{Host: h.key, After: h.cursor, N: max(windowSize(h)-len(h.win), 1), gen: h.gen})
+		out = append(out, Refill{Host: h.key, After: h.cursor, N: max(windowSize(h)-len(h.win), 1), gen: h.gen, h: h})
 	}
 	c.refills = slices.Delete(c.refills, 0, n)
 	c.refillsOut += n
@@ -201,7 +209,7 @@ func (c *Core) Refilled(r Refill, jobs []Queued, err error) {
 	c.mu.Lock()
 	c.refillsOut--
 	h := c.byKey[r.Host]
-	if h == nil {
+	if h == nil || r.h != nil && r.h != h {
 		c.unlock()
 		return
 	}

@@ -50,6 +50,13 @@ type HostState struct {
 	// spacing; 0 when none.
 	CrawlDelay time.Duration
 
+	// In a fleet (SPEC §12), as the Store's Hosts reads them: the worker
+	// that leases the host ("" when none), until when, and the lease's
+	// epoch. The core neither exports nor restores them.
+	Owner      string
+	LeaseUntil time.Time
+	Epoch      int64
+
 	// Counts are the host's jobs by state, kept by the Store with each
 	// transition; the core reads only whether it has jobs queued.
 	Counts    Counts

@@ -28,8 +28,24 @@ func (e *Engine) RunUntilIdle(ctx context.Context) error { return e.run(ctx, tru
 func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 	// On disk before the first request: a crash from here on is known to
 	// the next start (see restore), until stop has written every host.
-	if err := e.store.SetSetting(context.WithoutCancel(ctx), runningKey, "true"); err != nil {
-		return fmt.Errorf("%w that downloads start: %w", ErrNotRecorded, err)
+	if e.fleet == nil {
+		if err := e.store.SetSetting(context.WithoutCancel(ctx), runningKey, "true"); err != nil {
+			return fmt.Errorf("%w that downloads start: %w", ErrNotRecorded, err)
+		}
+	} else {
+		// A worker: its hosts come by lease, for as long as it runs.
+		busy, err := e.fleet.f.Busy(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the fleet's queue: %w", err)
+		}
+		e.fleet.busy.Store(busy)
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			e.fleetLoop(fctx)
+		}()
+		e.fleetStop = func() { cancel(); <-done }
 	}
 	ctx, interrupt := context.WithCancelCause(ctx)
 	defer interrupt(nil)
@@ -77,7 +93,7 @@ func (e *Engine) run(ctx context.Context, untilIdle bool) error {
 		// job again (before it stopped counting as running), so the core
 		// is asked once more before that is believed.
 		if untilIdle && !dispatched && wake.IsZero() && e.running.Load() == e.held.Load() &&
-			e.adding.Load() == 0 && !e.core.Refilling() {
+			e.adding.Load() == 0 && !e.core.Refilling() && (e.fleet == nil || !e.fleet.busy.Load()) {
 			if idle {
 				if e.held.Load() > 0 {
 					interrupt(errHeld) // they wait for the person, who resumes a host in a later run
@@ -129,9 +145,13 @@ func (e *Engine) stop(err error) error {
 		err = *b // a failed commit says more than the stop it came with
 	}
 	e.persistHosts()
+	if e.fleetStop != nil {
+		e.fleetStop() // the hosts' last states, and their leases, given back
+		e.fleetStop = nil
+	}
 	if ferr := e.store.Flush(context.Background()); ferr != nil && err == nil {
 		err = ferr
-	} else if ferr == nil {
+	} else if ferr == nil && e.fleet == nil {
 		if serr := e.store.SetSetting(context.Background(), runningKey, "false"); serr != nil && err == nil {
 			err = serr
 		}

@@ -102,4 +102,8 @@ var (
 	ErrPartTaken = errors.New("part name is taken by another job")
 	// ErrNotFound: no such job.
 	ErrNotFound = errors.New("not found")
+	// ErrNotLeased: in a fleet (SPEC §12), the job's host is no longer
+	// leased to this worker: another runs it, and this one changes nothing
+	// of it.
+	ErrNotLeased = errors.New("its host is run by another worker now")
 )

@@ -151,6 +151,8 @@ type DB struct {
 	ops      chan op
 	wc       *sql.Conn            // the writer's connection, held for good; only the writer goroutine uses it
 	prepared map[string]*sql.Stmt // the writer's statements, prepared once on wc
+	readMu   sync.Mutex
+	reads    map[string]*sql.Stmt // the frequent reads' statements, on the read pool
 	mu       sync.RWMutex         // guards closed against sends on ops
 	closed   bool
 	reader   bool // opened with OpenReader: queries only
@@ -488,12 +490,34 @@ func (db *DB) Close() error {
 	return errors.Join(db.takeAsyncErr(), db.closeHandles())
 }
 
+// read returns query prepared on the read pool, once: the reads made at every dispatch
+// (NextJobs, Job) are not compiled again each time.
+func (db *DB) read(ctx context.Context, query string) (*sql.Stmt, error) {
+	db.readMu.Lock()
+	defer db.readMu.Unlock()
+	if s, ok := db.reads[query]; ok {
+		return s, nil
+	}
+	s, err := db.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if db.reads == nil {
+		db.reads = map[string]*sql.Stmt{}
+	}
+	db.reads[query] = s
+	return s, nil
+}
+
 func (db *DB) closeHandles() error {
 	var errs []error
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}
 	for _, st := range db.prepared {
+		errs = append(errs, st.Close())
+	}
+	for _, st := range db.reads {
 		errs = append(errs, st.Close())
 	}
 	if db.wc != nil {

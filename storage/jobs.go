@@ -188,16 +188,22 @@ func contains(states []engine.JobState, s engine.JobState) bool {
 	return false
 }
 
+const qNextJobs = `SELECT id, not_before FROM (
+	SELECT id, not_before FROM jobs WHERE host = ?1 AND state = 'queued' AND not_before = ?2 AND id > ?3
+	UNION ALL
+	SELECT id, not_before FROM jobs WHERE host = ?1 AND state = 'queued' AND not_before > ?2)
+	ORDER BY not_before, id LIMIT ?4`
+
 // NextJobs returns up to n queued jobs of host after cursor, in queue order (not_before, id),
 // through the jobs_queue index (Q1).
 func (db *DB) NextJobs(ctx context.Context, host string, after engine.Cursor, n int) ([]engine.Queued, error) {
 	// Two ranges of jobs_queue, so that SQLite seeks both the not-before and the id of the cursor:
 	// a paste gives all its jobs one not-before.
-	rows, err := db.r.QueryContext(ctx, `SELECT id, not_before FROM (
-		SELECT id, not_before FROM jobs WHERE host = ?1 AND state = 'queued' AND not_before = ?2 AND id > ?3
-		UNION ALL
-		SELECT id, not_before FROM jobs WHERE host = ?1 AND state = 'queued' AND not_before > ?2)
-		ORDER BY not_before, id LIMIT ?4`, host, after.NotBefore, after.ID, n)
+	s, err := db.read(ctx, qNextJobs)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.QueryContext(ctx, host, after.NotBefore, after.ID, n)
 	if err != nil {
 		return nil, err
 	}
@@ -389,9 +395,15 @@ func (db *DB) Note(id int64, r engine.Resume) error {
 	})
 }
 
+const qJob = `SELECT ` + jobCols + ` FROM jobs WHERE id = ?`
+
 // Job returns the job with id, or ErrNotFound.
 func (db *DB) Job(ctx context.Context, id int64) (engine.Job, error) {
-	j, err := scanJob(db.r.QueryRowContext(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ?`, id))
+	s, err := db.read(ctx, qJob)
+	if err != nil {
+		return engine.Job{}, err
+	}
+	j, err := scanJob(s.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, fmt.Errorf("job %d: %w", id, engine.ErrNotFound)
 	}

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"heed/engine"
+)
+
+// politeSite is a loopback host that records when each request came and
+// how many were in flight at once.
+type politeSite struct {
+	*httptest.Server
+	mu       sync.Mutex
+	starts   []time.Time
+	inflight int
+	maxIn    int
+	served   map[string]int
+}
+
+func newPoliteSite(t *testing.T) *politeSite {
+	s := &politeSite{served: map[string]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.starts = append(s.starts, time.Now())
+		s.inflight++
+		s.maxIn = max(s.maxIn, s.inflight)
+		s.served[r.URL.Path]++
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		fmt.Fprintf(w, "file %s", r.URL.Path)
+		s.mu.Lock()
+		s.inflight--
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// slack is how much later than its dispatch a request's recorded start may
+// be: between the two, the job's start is committed (J3), which on a busy
+// machine takes a few to a few tens of milliseconds. A second worker running
+// the same host would put requests side by side, well inside it.
+const slack = 30 * time.Millisecond
+
+// M2: two workers on one database share its hosts; each host is run by one
+// of them at a time, so its pace is as on one machine: never two requests
+// in flight, never two closer than its rate allows, every file done once.
+func TestFleet_M2_TwoWorkersOneGovernorPerHost(t *testing.T) {
+	ctx := context.Background()
+	sites := make([]*politeSite, 4)
+	var urls []string
+	for i := range sites {
+		sites[i] = newPoliteSite(t)
+		for j := range 10 {
+			urls = append(urls, fmt.Sprintf("%s/f%d-%d.bin", sites[i].URL, i, j))
+		}
+	}
+	dsn := ""
+	{
+		db, d := open(t)
+		dsn = d
+		db.Close()
+	}
+	tun := engine.DefaultTunables()
+	tun.RatePerMin, tun.Burst, tun.MaxInflight, tun.JitterMax = 600, 1, 1, 0 // one every 100 ms
+	var engines []*engine.Engine
+	for i := range 2 {
+		db, err := Open(ctx, dsn, WithWorker(fmt.Sprintf("w%d", i)), WithLease(3*time.Second))
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		e, err := engine.New(ctx, db, engine.Options{Dir: filepath.Join(t.TempDir(), "dl"), Defaults: tun, Workers: 8})
+		require.NoError(t, err)
+		t.Cleanup(func() { e.Close() })
+		engines = append(engines, e)
+	}
+	_, err := engines[0].Add(ctx, strings.Join(urls, "\n"))
+	require.NoError(t, err)
+	run, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(engines))
+	for i, e := range engines {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = e.RunUntilIdle(run) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	db, err := Open(ctx, dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	hist, err := db.History(ctx, engine.HistoryQuery{})
+	require.NoError(t, err)
+	byHost := map[string][]time.Time{}
+	for _, a := range hist {
+		byHost[a.Host] = append(byHost[a.Host], a.StartedAt)
+	}
+	require.Len(t, byHost, len(sites))
+	for host, starts := range byHost {
+		// As the workers sent them (one machine, one clock): the rate's
+		// spacing (G2: no span of k requests shorter than k−1 intervals),
+		// whichever worker sent each, give or take the few milliseconds
+		// between a dispatch and its request's start.
+		sort.Slice(starts, func(i, j int) bool { return starts[i].Before(starts[j]) })
+		for i := range starts {
+			for j := i + 1; j < len(starts); j++ {
+				want := time.Duration(j-i)*100*time.Millisecond - slack
+				assert.GreaterOrEqual(t, starts[j].Sub(starts[i]), want, "%s, requests %d to %d", host, i, j)
+			}
+		}
+	}
+	for _, s := range sites {
+		s.mu.Lock()
+		assert.Equal(t, 1, s.maxIn, "never two in flight on one host")
+		for p, n := range s.served {
+			assert.Equal(t, 1, n, "%s served once", p)
+		}
+		assert.Len(t, s.served, 10)
+		s.mu.Unlock()
+	}
+	c, err := db.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(40), c.Done)
+	var workers int
+	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(DISTINCT worker) FROM jobs`).Scan(&workers))
+	assert.Equal(t, 2, workers, "the work spread over both")
+}
