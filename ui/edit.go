@@ -91,6 +91,7 @@ var tunableFields = []tunableField{
 			return nil
 		}},
 	durField("max_retry_after", "Max Retry-After", "at least 1 s; asked for longer, the host pauses", func(t *engine.Tunables) *time.Duration { return &t.MaxRetryAfter }),
+	durField("max_crawl_delay", "Max crawl-delay", "at least 1 s; a robots.txt asking for longer pauses the host", func(t *engine.Tunables) *time.Duration { return &t.MaxCrawlDelay }),
 	intField("failure_threshold", "Breaker: failures to open", "1 … 255 failures in a row stop requests", func(t *engine.Tunables) *int { return &t.FailureThreshold }),
 	durField("recovery_timeout", "Breaker: wait before probing", "1 ms … 24 h, then one request probes", func(t *engine.Tunables) *time.Duration { return &t.RecoveryTimeout }),
 	intField("retry.max_attempts", "Retry: max attempts", "1 … 255 tries per URL (throttled ones are free)", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),

@@ -25,7 +25,15 @@ import (
 const resortEvery = 2 * time.Second
 
 // hostKey is a hosts table column's sort key (nil: by host name).
-type hostKey func(s *engine.HostSnapshot, counts map[string]engine.Counts) float64
+type hostKey func(s *engine.HostSnapshot, f figures) float64
+
+// figures are what the hosts table shows beside the snapshots, read from
+// the database and the engine every second: each host's job counts and
+// robots.txt.
+type figures struct {
+	counts map[string]engine.Counts
+	robots map[string]engine.RobotsView
+}
 
 // Column indexes of the hosts table.
 const (
@@ -41,6 +49,7 @@ const (
 	colDone
 	colFailed
 	colLast
+	colRobots // shown only while a crawl has needed some host's robots.txt
 )
 
 // hostColumns are the hosts table's columns (U1); the State column says
@@ -48,7 +57,7 @@ const (
 var hostColumns = []column{
 	colAction:   {width: 44, min: 40}, // a ⏸ or ▶ button; the toolbar above says it in words
 	colHost:     {title: "Host", width: 150, min: 90},
-	colState:    {title: "State", width: 360, min: 176, grow: 1},
+	colState:    {title: "State", width: 300, min: 176, grow: 1},
 	colTokens:   {title: "Tokens", width: 70, min: 56},
 	colRate:     {title: "Rate", width: 64, min: 58},
 	colBackoff:  {title: "Backoff", short: "Level", width: 80, min: 60},
@@ -58,25 +67,30 @@ var hostColumns = []column{
 	colDone:     {title: "Done", width: 54, min: 46},
 	colFailed:   {title: "Failed", width: 58, min: 50},
 	colLast:     {title: "Last", width: 46, min: 40},
+	colRobots:   {title: "Robots", width: 150, min: 64},
 }
 
 var hostKeys = []hostKey{
-	colAction: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return b2f(s.Paused) },
+	colAction: func(s *engine.HostSnapshot, _ figures) float64 { return b2f(s.Paused) },
 	colHost:   nil,
-	colState:  func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(stateRank(s)) },
-	colTokens: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.Tokens },
-	colRate:   func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return s.RatePerMin },
-	colBackoff: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
+	colState:  func(s *engine.HostSnapshot, _ figures) float64 { return float64(stateRank(s)) },
+	colTokens: func(s *engine.HostSnapshot, _ figures) float64 { return s.Tokens },
+	colRate:   func(s *engine.HostSnapshot, _ figures) float64 { return s.RatePerMin },
+	colBackoff: func(s *engine.HostSnapshot, _ figures) float64 {
 		return float64(s.Level)*1e12 + float64(s.GateIn)
 	},
-	colBreaker: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 {
+	colBreaker: func(s *engine.HostSnapshot, _ figures) float64 {
 		return float64(breakerRank(s.Breaker))*1e12 + float64(s.Failures)
 	},
-	colInflight: func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(s.Inflight) },
-	colQueued:   func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Queued) },
-	colDone:     func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Done) },
-	colFailed:   func(s *engine.HostSnapshot, c map[string]engine.Counts) float64 { return float64(c[s.Host].Failed) },
-	colLast:     func(s *engine.HostSnapshot, _ map[string]engine.Counts) float64 { return float64(s.LastStatus) },
+	colRobots: func(s *engine.HostSnapshot, f figures) float64 {
+		v, ok := f.robots[s.Host]
+		return robotsRank(v, ok)
+	},
+	colInflight: func(s *engine.HostSnapshot, _ figures) float64 { return float64(s.Inflight) },
+	colQueued:   func(s *engine.HostSnapshot, f figures) float64 { return float64(f.counts[s.Host].Queued) },
+	colDone:     func(s *engine.HostSnapshot, f figures) float64 { return float64(f.counts[s.Host].Done) },
+	colFailed:   func(s *engine.HostSnapshot, f figures) float64 { return float64(f.counts[s.Host].Failed) },
+	colLast:     func(s *engine.HostSnapshot, _ figures) float64 { return float64(s.LastStatus) },
 }
 
 func b2f(b bool) float64 {
@@ -209,6 +223,8 @@ type hostsView struct {
 	pauseBtn, editBtn, probeBtn, resetBtn, tripBtn, followBtn *widget.Button
 	helpBtn                                                   *widget.Button
 	chart                                                     *chart
+	robots                                                    *widget.Label // the selected host's robots.txt
+	skips                                                     skips
 	timeline                                                  *widget.List
 	events                                                    []engine.Event
 	empty                                                     *widget.Label
@@ -227,6 +243,7 @@ func newHostsView(w *Window) *hostsView {
 		}, hv.updateCell)
 	hv.table.OnSelected = hv.onSelected
 	hv.table.onSort = hv.sortBy
+	hv.table.showColumns(colRobots) // until a crawl needs a robots.txt
 	hv.table.onHover = func(in bool) { hv.inTable = in }
 	hv.selLabel = widget.NewLabel("Select a host to act on it.")
 	hv.selLabel.Truncation = fyne.TextTruncateEllipsis
@@ -242,6 +259,9 @@ func newHostsView(w *Window) *hostsView {
 		b.ExtendBaseWidget(b)
 	}
 	hv.chart = newChart()
+	hv.robots = widget.NewLabel("")
+	hv.robots.Truncation = fyne.TextTruncateEllipsis
+	hv.robots.Hide()
 	hv.timeline = widget.NewList(func() int { return len(hv.events) },
 		func() fyne.CanvasObject {
 			l := widget.NewLabel("")
@@ -278,11 +298,11 @@ func newHostsView(w *Window) *hostsView {
 	tableBox := container.NewBorder(nil, legend, nil, nil, container.NewStack(hv.table, hv.emptyBox))
 	timelineBox := container.NewBorder(widget.NewLabelWithStyle("Event timeline (newest first)", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), nil, nil, nil, hv.timeline)
 	chartBox := container.NewBorder(widget.NewLabelWithStyle("Last 3 minutes", fyne.TextAlignLeading, fyne.TextStyle{Bold: true}), chartLegend(), nil, nil, hv.chart)
-	details := container.NewHSplit(chartBox, timelineBox)
-	details.Offset = 0.55
-	hv.details = details
+	split := container.NewHSplit(chartBox, timelineBox)
+	split.Offset = 0.55
+	hv.details = container.NewBorder(hv.robots, nil, nil, nil, split)
 	hv.content = container.NewBorder(top, nil, nil, nil,
-		container.New(&tableFirst{rows: func() int { return len(hv.model.order) }}, tableBox, details))
+		container.New(&tableFirst{rows: func() int { return len(hv.model.order) }}, tableBox, hv.details))
 	return hv
 }
 
@@ -359,6 +379,8 @@ Backoff — after a "busy" answer (429 or 503) Heed waits before asking that hos
 
 Breaker — after 5 failures in a row (timeouts, dropped connections, 5xx, 429) Heed stops asking the host: the breaker is open. After 30 s one request probes it (half-open): an answer closes the breaker, another failure opens it again. "closed · 1 failed" is normal: one good answer resets the count.
 
+Robots — for a host a crawl visits: what its robots.txt says. "ok" when Heed follows its rules, "allow all" when it has none (an HTTP 404), "disallow all (HTTP 503)" while it cannot be read: then nothing else is fetched from the host until it can. Its crawl-delay, if it asks for one, is the least time between two requests. Select the host for the rules and when the file was fetched.
+
 In flight — requests running now / the most the host gets at once.
 
 Queued, Done, Failed — how many of the host's jobs are in each state. Last — the status of its last answer.
@@ -383,7 +405,7 @@ func (hv *hostsView) sortBy(col int) {
 	}
 	hv.table.sortCol, hv.table.sortDesc = hv.sort.col, hv.sort.desc
 	hv.w.poll.setView(hv.sort, hv.selected)
-	hv.model.order = sortRows(hv.model.snap, hv.model.counts, hv.sort)
+	hv.model.order = sortRows(hv.model.snap, figures{hv.model.counts, hv.model.robots}, hv.sort)
 	hv.sortedAt = hv.model.now
 	hv.w.prefs.SetInt(prefSortCol, hv.sort.col)
 	hv.w.prefs.SetBool(prefSortDesc, hv.sort.desc)
@@ -453,6 +475,14 @@ func (hv *hostsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 		} else {
 			c.setTexts(w, s.Failures == 0)
 		}
+	case colRobots:
+		v, ok := hv.model.robots[s.Host]
+		w := robotsShort(v, ok)
+		if col, strong, badge := robotsLook(v); badge {
+			c.setSentence(w, col, strong)
+		} else {
+			c.setTexts(w, !ok)
+		}
 	case colInflight:
 		c.setText(strconv.Itoa(s.Inflight)+" / "+strconv.Itoa(s.MaxInflight), s.Inflight == 0)
 	case colQueued:
@@ -473,6 +503,20 @@ func (hv *hostsView) updateCell(id widget.TableCellID, o fyne.CanvasObject) {
 	}
 }
 
+// showRobots shows or hides the Robots column: a session that crawls
+// nothing does not give it the width, nor does a window too narrow for it
+// (the selected host's details still say it).
+func (hv *hostsView) showRobots(on bool) {
+	n := len(hostColumns)
+	if !on || !hv.table.fits(n) {
+		n = colRobots
+		if hv.sort.col == colRobots {
+			hv.sortBy(colHost)
+		}
+	}
+	hv.table.showColumns(n)
+}
+
 // pointerOver reports whether the pointer is over the table or one of its
 // rows' buttons.
 func (hv *hostsView) pointerOver() bool { return hv.inTable || hv.inButton }
@@ -486,7 +530,7 @@ func (hv *hostsView) apply(u hostUpdate) {
 	old := hv.model
 	// Keep the sort chosen on this thread if the poller had not seen it.
 	if spec, _ := hv.w.poll.getView(); spec != hv.sort {
-		u.order = sortRows(u.snap, u.counts, hv.sort)
+		u.order = sortRows(u.snap, figures{u.counts, u.robots}, hv.sort)
 	}
 	hold := (hv.pointerOver() || u.now.Sub(hv.sortedAt) < resortEvery) && !hv.resort
 	if hold && u.sameHosts && len(old.order) > 0 && len(old.order) <= len(u.snap) {
@@ -496,6 +540,7 @@ func (hv *hostsView) apply(u hostUpdate) {
 		hv.resort = false
 	}
 	hv.model = u
+	hv.showRobots(len(u.robots) > 0)
 	hv.emptyBox.Hidden = len(u.snap) > 0
 	if len(old.order) != len(u.order) || !slicesEqual(old.order, u.order) {
 		hv.emptyBox.Refresh()
@@ -512,6 +557,7 @@ func (hv *hostsView) apply(u hostUpdate) {
 	}
 	if hv.selected != "" {
 		hv.updateToolbar()
+		hv.updateRobots()
 		if len(u.events) > 0 {
 			hv.addEvents(u.events)
 		}
@@ -555,6 +601,7 @@ func (hv *hostsView) setSelected(host string) {
 	hv.timeline.Refresh()
 	hv.chart.set(&series{host: host})
 	hv.updateToolbar()
+	hv.updateRobots()
 	hv.table.Refresh()
 	if host != "" {
 		hv.loadEvents()
@@ -611,6 +658,35 @@ func (hv *hostsView) updateToolbar() {
 		text += "; the server's quota: " + s.Quota
 	}
 	hv.selLabel.SetText(text)
+}
+
+// updateRobots shows the selected host's robots.txt above its chart and
+// timeline, for a host a crawl has needed it of (W10).
+func (hv *hostsView) updateRobots() {
+	v, ok := hv.model.robots[hv.selected]
+	now := hv.model.now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	known := ok && hv.selected != ""
+	text := robotsDetail(v, known, now)
+	if n := hv.model.counts[hv.selected].Skipped; known && !hv.skips.loading &&
+		(hv.skips.host != hv.selected || hv.skips.n != n) {
+		hv.loadSkips(hv.selected, n)
+		return // it shows what it read
+	}
+	if known && hv.skips.host == hv.selected && hv.skips.text != "" {
+		text += " · kept out so far: " + hv.skips.text
+	}
+	if text != hv.robots.Text {
+		hv.robots.SetText(text)
+	}
+	if hidden := text == ""; hidden != hv.robots.Hidden {
+		hv.robots.Hidden = hidden
+		if hv.details != nil {
+			hv.details.Refresh()
+		}
+	}
 }
 
 // togglePause pauses or resumes host at once (U3, G9).

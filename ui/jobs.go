@@ -161,9 +161,9 @@ func (jv *jobsView) enableActions() {
 		jv.selected = 0
 		jv.detail.SetText("Select a job to act on it.")
 	} else if r.rec.State == engine.JobDone {
-		jv.detail.SetText(fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.url, r.rec.File, r.rec.SHA256))
+		jv.detail.SetText(fmt.Sprintf("Job %d: %s → %s, sha256 %s", r.rec.ID, r.url, r.rec.File, r.rec.SHA256) + crawlOrigin(r.rec))
 	} else {
-		jv.detail.SetText(fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.url, r.why[0]))
+		jv.detail.SetText(fmt.Sprintf("Job %d: %s — %s", r.rec.ID, r.url, r.why[0]) + crawlOrigin(r.rec))
 	}
 	for _, b := range []struct {
 		btn  *widget.Button
@@ -234,6 +234,8 @@ func jobStateLook(s engine.JobState) (string, color.NRGBA, bool) {
 		return "done", paintDone, false // the ordinary end: calm
 	case engine.JobCancelled:
 		return "cancelled", paintPaused, false
+	case engine.JobSkipped:
+		return "skipped", paintPaused, false // not fetched, on purpose: its Why says why
 	}
 	return string(s), paintPaused, false
 }
@@ -364,6 +366,8 @@ func loadJobRows(ctx context.Context, eng *engine.Engine, q engine.JobQuery, now
 			row.why = say("paused by you")
 		case engine.JobCancelled:
 			row.why = say("cancelled by you"+prefixed(" — last: ", r.LastError), "cancelled by you")
+		case engine.JobSkipped:
+			row.why = skipWhy(r.LastError)
 		case engine.JobDone:
 			sum := ""
 			if r.SHA256 != "" {
@@ -467,4 +471,42 @@ func fmtBytes(n int64) string {
 		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
 	}
 	return strconv.FormatFloat(float64(n)/(1<<30), 'f', 2, 64) + " GiB"
+}
+
+// skipWhy says why a crawl skipped a URL (W6), from the rule the engine
+// names: "robots.txt: Disallow: /private/", "crawler trap: …".
+func skipWhy(reason string) wording {
+	if rule, ok := strings.CutPrefix(reason, "robots.txt: "); ok {
+		return say("skipped: the site's robots.txt keeps crawlers out ("+rule+")",
+			"skipped: robots.txt "+rule, "robots.txt "+rule, "robots.txt")
+	}
+	if rule, ok := strings.CutPrefix(reason, "crawler trap: "); ok {
+		return say("skipped: a crawler trap ("+rule+")", "skipped: crawler trap", "crawler trap")
+	}
+	if reason == "" {
+		return say("skipped")
+	}
+	return say("skipped: "+reason, reason)
+}
+
+// crawlOrigin is where a crawl found a job (W10), for its detail line:
+// " · crawl 2, depth 3, found on http://…/books/"; "" for a URL a person
+// gave.
+func crawlOrigin(j engine.Job) string {
+	if j.CrawlID == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" · crawl %d, ", j.CrawlID)
+	switch {
+	case j.Kind == engine.KindSitemap:
+		s += "a sitemap"
+	case j.Depth == 0 && j.FoundOn == "":
+		return s + "a seed"
+	default:
+		s += "depth " + strconv.Itoa(j.Depth)
+	}
+	if j.FoundOn != "" {
+		s += ", found on " + maskURL(j.FoundOn)
+	}
+	return s
 }

@@ -65,7 +65,7 @@ func (w *Window) showPaste(text string) *pasteDialog {
 	p.againNote.Hide()
 	p.show = widget.NewButtonWithIcon("Show in Jobs", theme.ListIcon(), func() {
 		p.dlg.Hide()
-		w.tabs.SelectIndex(1)
+		w.selectTab(tabJobs)
 		w.jobs.firstPage() // newest first: the new jobs are on top
 	})
 	p.show.Hide()

@@ -77,6 +77,7 @@ type hostUpdate struct {
 	order   []int32 // rows → snap index, sorted by the table's sort
 	changed []bool  // by snap index: differs from the previous tick
 	counts  map[string]engine.Counts
+	robots  map[string]engine.RobotsView // hosts a crawl has needed the robots.txt of (W10)
 	stats   engine.Stats
 	queued  int64          // jobs queued over all hosts
 	series  *series        // the selected host's chart, nil when none
@@ -109,9 +110,12 @@ type poller struct {
 	prev      []engine.HostSnapshot
 	prevCount map[string]engine.Counts
 	countsMu  sync.Mutex
-	counts    map[string]engine.Counts // never changed once read
-	countsSeq int                      // bumped on every read
+	counts    map[string]engine.Counts     // never changed once read
+	robots    map[string]engine.RobotsView // read with counts; never changed once read
+	countsSeq int                          // bumped on every read
 	seqSeen   int
+	curRobots map[string]engine.RobotsView // the robots the tick being built shows
+	prevRobot map[string]engine.RobotsView
 	hist      map[string]*ring
 	seen      map[int64]string // jobs seen in flight → host
 	busy      bool
@@ -166,18 +170,27 @@ func (p *poller) getView() (sortSpec, string) {
 }
 
 // loadCounts reads the per-host job counts (slow: call it off the Fyne
-// thread, every few seconds).
+// thread, every few seconds), and what Heed knows of each host's
+// robots.txt, which changes about as often.
 func (p *poller) loadCounts() {
 	hosts, err := p.eng.Reader().Hosts(bgCtx)
 	if err != nil {
 		return
 	}
 	c := make(map[string]engine.Counts, len(hosts))
+	var robots map[string]engine.RobotsView
 	for _, h := range hosts {
 		c[h.Host] = h.Counts
+		if v, ok := p.eng.Robots(h.Host); ok {
+			if robots == nil {
+				robots = map[string]engine.RobotsView{}
+			}
+			robots[h.Host] = v
+		}
 	}
 	p.countsMu.Lock()
 	p.counts = c
+	p.robots = robots
 	p.countsSeq++
 	p.countsMu.Unlock()
 }
@@ -195,6 +208,7 @@ func (p *poller) tick(now time.Time) hostUpdate {
 	ends, events := p.feed.drain()
 	p.countsMu.Lock()
 	counts, seq := p.counts, p.countsSeq
+	p.curRobots = p.robots
 	p.countsMu.Unlock()
 	u := p.build(buf, now, counts, seq != p.seqSeen, active, ends, events)
 	p.seqSeen = seq
@@ -213,7 +227,8 @@ func (p *poller) tick(now time.Time) hostUpdate {
 func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[string]engine.Counts,
 	countsNew bool, active []engine.Active, ends []engine.JobEnd, events []engine.Event) hostUpdate {
 	spec, selected := p.getView()
-	u := hostUpdate{now: now, snap: snap, counts: counts, changed: make([]bool, len(snap))}
+	robots := p.curRobots
+	u := hostUpdate{now: now, snap: snap, counts: counts, robots: robots, changed: make([]bool, len(snap))}
 	sec := now.Unix()
 
 	// Requests started: those newly seen in flight, and those that ended
@@ -284,7 +299,7 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 			}
 		}
 		u.changed[i] = old == nil || !sameRow(old, s) || learnt[s.Host] ||
-			(countsNew && !sameCounts(counts[s.Host], p.prevCount[s.Host]))
+			(countsNew && (!sameCounts(counts[s.Host], p.prevCount[s.Host]) || robots[s.Host] != p.prevRobot[s.Host]))
 		// Chart: only hosts that do something get a ring.
 		var fl uint8
 		if s.GateIn > 0 {
@@ -322,6 +337,7 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 	}
 	p.prev = snap
 	p.prevCount = counts
+	p.prevRobot = robots
 	if r := p.hist[selected]; r != nil {
 		r.at(sec) // age the ring to now
 		se := &series{host: selected, end: sec}
@@ -332,7 +348,7 @@ func (p *poller) build(snap []engine.HostSnapshot, now time.Time, counts map[str
 	} else if selected != "" {
 		u.series = &series{host: selected, end: sec}
 	}
-	u.order = sortRows(snap, counts, spec)
+	u.order = sortRows(snap, figures{counts, robots}, spec)
 	return u
 }
 
@@ -366,7 +382,7 @@ func sameRow(a, b *engine.HostSnapshot) bool {
 
 // sortRows returns the row order for spec: by the column's value, then
 // by host so that equal values keep a steady order.
-func sortRows(snap []engine.HostSnapshot, counts map[string]engine.Counts, spec sortSpec) []int32 {
+func sortRows(snap []engine.HostSnapshot, f figures, spec sortSpec) []int32 {
 	order := make([]int32, len(snap))
 	for i := range order {
 		order[i] = int32(i)
@@ -376,7 +392,7 @@ func sortRows(snap []engine.HostSnapshot, counts map[string]engine.Counts, spec 
 		a, b := &snap[x], &snap[y]
 		c := 0
 		if key != nil {
-			ka, kb := key(a, counts), key(b, counts)
+			ka, kb := key(a, f), key(b, f)
 			switch {
 			case ka < kb:
 				c = -1

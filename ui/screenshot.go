@@ -20,6 +20,9 @@ import (
 // window has no labels for them.
 var demoOrder = []string{"healthy", "throttling", "flaky", "slow", "dropping", "quota"}
 
+// demoSite is the label of heed demo's site to crawl (demo.SiteName).
+const demoSite = "site"
+
 func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 	what, size, _ := strings.Cut(spec, "@")
 	if wd, ht, ok := strings.Cut(size, "x"); ok {
@@ -87,7 +90,7 @@ func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 		sleep(2 * time.Second)
 		ready()
 	case "jobs":
-		fyne.Do(func() { w.tabs.SelectIndex(1) })
+		fyne.Do(func() { w.selectTab(tabJobs) })
 		// Select a running download whose size is known, so that its
 		// time left shows, the one with the most left.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
@@ -115,6 +118,10 @@ func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 		}
 		sleep(1200 * time.Millisecond)
 		ready()
+	case "crawl", "crawls", "robots", "skipped":
+		if w.crawlShot(ctx, what, sleep) {
+			ready()
+		}
 	case "help":
 		fyne.Do(w.hosts.showHelp)
 		sleep(time.Second)
@@ -124,11 +131,11 @@ func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 		sleep(time.Second)
 		ready()
 	case "history":
-		fyne.Do(func() { w.tabs.SelectIndex(2) })
+		fyne.Do(func() { w.selectTab(tabHistory) })
 		sleep(time.Second)
 		ready()
 	case "settings":
-		fyne.Do(func() { w.tabs.SelectIndex(3) })
+		fyne.Do(func() { w.selectTab(tabSettings) })
 		sleep(time.Second)
 		ready()
 	}
@@ -149,4 +156,78 @@ func (w *Window) demoHost(name string) string {
 		}
 	}
 	return ""
+}
+
+// crawlShot gets the window ready for a shot of the demo site's crawl:
+// "crawl" (the Crawl… dialog filled in), "crawls" (the Crawls tab once the
+// crawl has pages of each kind), "robots" (the site selected in the hosts
+// view while it waits for its crawl-delay) or "skipped" (the Jobs tab
+// listing the site's skipped jobs, one selected). It reports false when
+// ctx ended.
+func (w *Window) crawlShot(ctx context.Context, what string, sleep func(time.Duration) bool) bool {
+	site := w.demoHost(demoSite)
+	base := "http://" + site + "/"
+	// until waits for cond, checked on the Fyne thread, at most d.
+	until := func(d time.Duration, cond func() bool) bool {
+		for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+			ok := make(chan bool, 1)
+			fyne.Do(func() { ok <- cond() })
+			if <-ok {
+				return true
+			}
+			if !sleep(250 * time.Millisecond) {
+				return false
+			}
+		}
+		return ctx.Err() == nil
+	}
+	switch what {
+	case "crawl":
+		fyne.Do(func() {
+			d := w.showCrawl(base + "books/\n" + base + "guides/")
+			d.scope.SetSelected(scopes[2].label)
+			d.depth.SetText("3")
+			d.maxPages.SetText("200")
+			d.exclude.SetText(`\?book=`)
+			d.more.Open(0)
+		})
+		return sleep(time.Second)
+	case "crawls":
+		fyne.Do(func() { w.selectTab(tabCrawls) })
+		// Pages of every kind: some done, some skipped, more to come.
+		ok := until(60*time.Second, func() bool {
+			for _, c := range w.crawls.rows {
+				if c.Counts.Done >= 14 && c.Counts.Skipped > 0 && left(&c) > 0 {
+					w.crawls.table.OnSelected(widget.TableCellID{Row: 0, Col: ccSeeds}) // reads its pages
+					return true
+				}
+			}
+			return false
+		})
+		return ok && sleep(1500*time.Millisecond)
+	case "skipped":
+		if !sleep(6 * time.Second) { // the home page's links are in
+			return false
+		}
+		fyne.Do(func() {
+			w.selectTab(tabJobs)
+			w.jobs.state.SetSelected(string(engine.JobSkipped))
+		})
+		ok := until(30*time.Second, func() bool {
+			if len(w.jobs.rows()) == 0 {
+				return false
+			}
+			w.jobs.table.OnSelected(widget.TableCellID{Row: 0, Col: jcURL})
+			return true
+		})
+		return ok && sleep(1200*time.Millisecond)
+	}
+	// robots: the site selected, its rules read, waiting for its crawl-delay.
+	fyne.Do(func() { w.hosts.setSelected(site) })
+	ok := until(60*time.Second, func() bool {
+		s, _ := w.eng.Core().HostSnapshot(site)
+		return w.hosts.skips.host == site && w.hosts.skips.text != "" &&
+			s.Waiting == engine.WaitCrawlDelay && dueIn(&s) > 1200*time.Millisecond
+	})
+	return ok && sleep(300*time.Millisecond)
 }

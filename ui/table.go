@@ -89,7 +89,8 @@ func fitWidths(cols []column, avail float32) []float32 {
 // column, and which reports whether the pointer is over it.
 type fitTable struct {
 	widget.Table
-	cols    []column
+	all     []column // every column the table may show
+	cols    []column // the columns shown: the first of all
 	widths  []float32
 	fitted  float32 // the width the columns were last fitted to
 	onHover func(in bool)
@@ -118,7 +119,7 @@ func newFitTable(cols []column, rows func() int, create func() fyne.CanvasObject
 		cols[i].min = max(c.min, need)
 		cols[i].width = max(c.width, cols[i].min)
 	}
-	t := &fitTable{cols: cols, sortCol: -1}
+	t := &fitTable{all: cols, cols: cols, sortCol: -1}
 	t.Length = func() (int, int) { return rows(), len(t.cols) }
 	t.CreateCell = create
 	t.UpdateCell = update
@@ -136,6 +137,35 @@ func newFitTable(cols []column, rows func() int, create func() fyne.CanvasObject
 func (t *fitTable) Resize(s fyne.Size) {
 	t.Table.Resize(s)
 	t.fit(s.Width)
+}
+
+// showColumns shows the first n columns, for a column that only some
+// sessions need (the hosts' Robots), which comes last.
+func (t *fitTable) showColumns(n int) {
+	n = min(max(n, 1), len(t.all))
+	if n == len(t.cols) {
+		return
+	}
+	t.cols = t.all[:n]
+	w := t.fitted
+	t.fitted = 0
+	t.fit(w)
+	t.Refresh()
+}
+
+// fits reports whether the first n columns fit the table's width at their
+// least, without scrolling sideways.
+func (t *fitTable) fits(n int) bool {
+	width := t.Size().Width
+	need := float32(n)*theme.Padding() + 1
+	for _, c := range t.all[:min(n, len(t.all))] {
+		if c.min > 0 && c.min < c.width {
+			need += c.min
+		} else {
+			need += c.width
+		}
+	}
+	return width <= 0 || need <= width
 }
 
 // fit shares width among the columns; each column also takes the table's

@@ -77,7 +77,10 @@ const (
 // paused and one host's breaker tripped), "edit" (that host's settings
 // form), "paste" (the Add URLs dialog after a sample paste), "jobs" (a
 // running download selected), "help" (what the hosts table's words mean),
-// "quit" (the close confirmation) or "history"/"settings" (that tab), each
+// "quit" (the close confirmation), "history"/"settings" (that tab), or, for
+// the demo site's crawl, "crawl" (the Crawl… dialog filled in), "crawls"
+// (the Crawls tab), "robots" (the site in the hosts view) or "skipped" (its
+// skipped jobs), each
 // optionally followed by "@WIDTHxHEIGHT" for the window's size. Once the
 // window shows what was asked it prints ScreenshotReady on its standard
 // output. Heed ignores any other value; people never need it.
@@ -99,14 +102,17 @@ type Window struct {
 
 	status      *widget.Label
 	addBtn      *widget.Button
+	crawlBtn    *widget.Button
 	pauseAllBtn *widget.Button
 	tabs        *container.AppTabs
 	hosts       *hostsView
 	jobs        *jobsView
+	crawls      *crawlsView
 	history     *historyView
 	settings    *settingsView
 	form        *tunablesForm // the last tunables form opened (tests)
 	paste       *pasteDialog  // the last paste dialog opened (tests)
+	crawlDlg    *crawlDialog  // the last Crawl… dialog opened (tests)
 
 	quit      *quitDialog // the close confirmation, while shown
 	tray      *trayMenu
@@ -117,6 +123,7 @@ type Window struct {
 	openPath func(path string) error
 
 	pausedAll bool
+	seconds   int           // onSecond calls so far
 	closed    bool          // the window has closed
 	stopped   error         // why the engine stopped downloading, if it did
 	pending   atomic.Bool   // an update is queued on the Fyne thread
@@ -149,6 +156,7 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 	w.status.Truncation = fyne.TextTruncateEllipsis
 	w.addBtn = widget.NewButtonWithIcon("Add URLs…", theme.ContentAddIcon(), func() { w.showPaste("") })
 	w.addBtn.Importance = widget.HighImportance
+	w.crawlBtn = widget.NewButtonWithIcon("Crawl…", theme.SearchIcon(), func() { w.showCrawl("") })
 	w.pauseAllBtn = widget.NewButtonWithIcon("Pause all", theme.MediaPauseIcon(), w.onPauseAll)
 
 	w.hosts = newHostsView(w)
@@ -159,17 +167,19 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 	w.hosts.table.sortCol, w.hosts.table.sortDesc = w.hosts.sort.col, w.hosts.sort.desc
 	w.poll.setView(w.hosts.sort, "")
 	w.jobs = newJobsView(w)
+	w.crawls = newCrawlsView(w)
 	w.history = newHistoryView(w)
 	w.settings = newSettingsView(w)
 	w.tabs = container.NewAppTabs(
-		container.NewTabItemWithIcon("Hosts", theme.ComputerIcon(), w.hosts.content),
-		container.NewTabItemWithIcon("Jobs", theme.ListIcon(), w.jobs.content),
-		container.NewTabItemWithIcon("History", theme.HistoryIcon(), w.history.content),
-		container.NewTabItemWithIcon("Settings", theme.SettingsIcon(), w.settings.content),
+		container.NewTabItemWithIcon(tabHosts, theme.ComputerIcon(), w.hosts.content),
+		container.NewTabItemWithIcon(tabJobs, theme.ListIcon(), w.jobs.content),
+		container.NewTabItemWithIcon(tabCrawls, theme.SearchIcon(), w.crawls.content),
+		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), w.history.content),
+		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), w.settings.content),
 	)
 	w.tabs.OnSelected = func(*container.TabItem) { w.onTab() }
 
-	top := container.NewHBox(w.addBtn, w.pauseAllBtn)
+	top := container.NewHBox(w.addBtn, w.crawlBtn, w.pauseAllBtn)
 	w.win.SetIcon(Icon)
 	w.win.SetContent(container.NewBorder(top, w.status, nil, nil, w.tabs))
 	w.win.Resize(fyne.NewSize(
@@ -421,18 +431,47 @@ func (w *Window) statusLine(st engine.Stats, queued int64, now time.Time) string
 	return line + " · downloads to " + w.opt.Dir + " · Heed " + w.opt.Version
 }
 
+// The tabs' titles.
+const (
+	tabHosts    = "Hosts"
+	tabJobs     = "Jobs"
+	tabCrawls   = "Crawls"
+	tabHistory  = "History"
+	tabSettings = "Settings"
+)
+
+// selectTab shows the tab titled title.
+func (w *Window) selectTab(title string) {
+	for i, it := range w.tabs.Items {
+		if it.Text == title {
+			w.tabs.SelectIndex(i)
+			return
+		}
+	}
+}
+
 func (w *Window) onSecond() {
-	if w.tabs.Selected() != nil && w.tabs.Selected().Text == "Jobs" {
-		w.jobs.reload()
+	w.seconds++
+	if w.tabs.Selected() != nil {
+		switch w.tabs.Selected().Text {
+		case tabJobs:
+			w.jobs.reload()
+		case tabCrawls: // each read counts the crawls' jobs in the database
+			if w.seconds%int(crawlsEvery/time.Second) == 0 {
+				w.crawls.reload()
+			}
+		}
 	}
 	w.updateTray()
 }
 
 func (w *Window) onTab() {
 	switch w.tabs.Selected().Text {
-	case "Jobs":
+	case tabJobs:
 		w.jobs.reload()
-	case "History":
+	case tabCrawls:
+		w.crawls.reload()
+	case tabHistory:
 		w.history.reload()
 	}
 }

@@ -284,6 +284,14 @@ func hostSentence(s *engine.HostSnapshot, f hostFacts) wording {
 				"next request in "+in+" (the server's quota)", "next in "+in+" (quota)", "next in "+in)
 		}
 		return say("next request in "+in+" (the server's quota)", "next in "+in+" (quota)", "next in "+in)
+	case engine.WaitCrawlDelay:
+		in := fmtDur(dueIn(s))
+		if s.CrawlDelay > 0 {
+			delay := fmtDur(s.CrawlDelay)
+			return say("next request in "+in+" (robots.txt asks for "+delay+" between requests)",
+				"next request in "+in+" (crawl-delay "+delay+")", "next in "+in+" (crawl-delay)", "next in "+in)
+		}
+		return say("next request in "+in+" (robots.txt crawl-delay)", "next in "+in+" (crawl-delay)", "next in "+in)
 	}
 	if d := dueIn(s); d > 0 { // a reason this window does not know yet
 		return say("next request in "+fmtDur(d)+" ("+s.Waiting.String()+")", "next in "+fmtDur(d))
