@@ -11,6 +11,10 @@ export CGO_ENABLED := 1
 
 DEB_PKGS := gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxrandr-dev \
             libxinerama-dev libxi-dev libxxf86vm-dev
+# Only for `make test`: PostgreSQL, of which the tests start a throwaway cluster of their own
+# (storage/postgres/pgtest); HEED_TEST_PG=off skips those tests, HEED_TEST_PG=postgres://… uses
+# that server instead.
+TEST_PKGS := postgresql
 # Only for `make screenshot`: a virtual display and something to capture it.
 SHOT_PKGS := xvfb imagemagick
 
@@ -44,6 +48,7 @@ run: build
 # test runs e2e every time (-count=1): it builds heed with go build, which
 # go test's cache cannot see.
 test: deps
+	$(call apt_install,$(TEST_PKGS))
 	$(GO) vet -tags $(TAGS) ./...
 	$(GO) test -race $(RACE_PKGS)
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v -e '/engine' -e '/storage' -e '^heed/e2e$$')

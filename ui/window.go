@@ -105,6 +105,7 @@ type Window struct {
 	crawlBtn    *widget.Button
 	pauseAllBtn *widget.Button
 	tabs        *container.AppTabs
+	workers     *workersView // nil on one machine's database
 	hosts       *hostsView
 	jobs        *jobsView
 	crawls      *crawlsView
@@ -177,6 +178,9 @@ func New(a fyne.App, eng *engine.Engine, opt Options) *Window {
 		container.NewTabItemWithIcon(tabHistory, theme.HistoryIcon(), w.history.content),
 		container.NewTabItemWithIcon(tabSettings, theme.SettingsIcon(), w.settings.content),
 	)
+	if w.workers = newWorkersView(w); w.workers != nil { // a fleet's queue (M4)
+		w.tabs.Append(container.NewTabItemWithIcon(tabWorkers, theme.StorageIcon(), w.workers.content))
+	}
 	w.tabs.OnSelected = func(*container.TabItem) { w.onTab() }
 
 	top := container.NewHBox(w.addBtn, w.crawlBtn, w.pauseAllBtn)
@@ -460,6 +464,10 @@ func (w *Window) onSecond() {
 			if w.seconds%int(crawlsEvery/time.Second) == 0 {
 				w.crawls.reload()
 			}
+		case tabWorkers:
+			if w.seconds%int(workersEvery/time.Second) == 0 {
+				w.workers.reload()
+			}
 		}
 	}
 	w.updateTray()
@@ -473,6 +481,8 @@ func (w *Window) onTab() {
 		w.crawls.reload()
 	case tabHistory:
 		w.history.reload()
+	case tabWorkers:
+		w.workers.reload()
 	}
 }
 
