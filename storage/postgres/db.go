@@ -344,6 +344,17 @@ func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	}
 }
 
+// retry runs f, a statement on its own, again as tx does a transaction.
+func (db *DB) retry(f func() error) error {
+	for try := 0; ; try++ {
+		err := f()
+		if !retryable(err) || try == 4 {
+			return err
+		}
+		time.Sleep(time.Duration(try+1) * 5 * time.Millisecond)
+	}
+}
+
 // retryable reports whether err is a deadlock or a serialization failure.
 func retryable(err error) bool {
 	var pe *pgconn.PgError

@@ -262,9 +262,9 @@ func (db *DB) Start(ctx context.Context, id int64, part string) (engine.Job, err
 			RETURNING ` + prefixed("jobs.", jobCols)
 	}
 	var job engine.Job
-	err := db.tx(ctx, func(tx pgx.Tx) error {
+	err := db.retry(func() error { // one statement, one round trip
 		var err error
-		job, err = scanJob(tx.QueryRow(ctx, q, id, nanos(now()), part, db.worker, db.token))
+		job, err = scanJob(db.pool.QueryRow(ctx, q, id, nanos(now()), part, db.worker, db.token))
 		return err
 	})
 	switch {
