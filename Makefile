@@ -85,12 +85,16 @@ bench: deps
 # screenshot runs `heed demo` on a virtual display and saves in shots/ the hosts
 # view at 1240×760 and 900×600 (heed-hosts.png, heed-hosts-small.png), the jobs
 # view with a running download (heed-jobs.png), a host's settings form
-# (heed-edit.png) and the Add URLs dialog (heed-paste.png), in about two
-# minutes; copy them to docs/ to update the README's pictures.
+# (heed-edit.png), the Add URLs dialog (heed-paste.png), the Crawl… dialog, the
+# Crawls tab and a host's robots.txt (heed-crawl-dialog.png, heed-crawls.png,
+# heed-robots.png), and the window on a PostgreSQL queue with its workers
+# (heed-workers.png), in a few minutes; copy them to docs/ to update the README.
 screenshot: build
 	$(call apt_install,$(SHOT_PKGS))
 	mkdir -p shots
 	./scripts/screenshot.sh ./$(BIN) shots
+	$(call apt_install,$(TEST_PKGS))
+	./scripts/fleet-screenshot.sh ./$(BIN) shots
 
 package: deps
 	$(GO) run fyne.io/tools/cmd/fyne@v1.7.4 package -os linux -name Heed -icon assets/icon.png -tags $(TAGS)

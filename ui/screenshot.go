@@ -138,6 +138,10 @@ func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 		fyne.Do(func() { w.selectTab(tabSettings) })
 		sleep(time.Second)
 		ready()
+	case "workers": // the window on a fleet's queue (scripts/fleet-screenshot.sh)
+		fyne.Do(func() { w.selectTab(tabWorkers) })
+		sleep(3 * time.Second)
+		ready()
 	}
 }
 
