@@ -148,7 +148,7 @@ func start() (*Server, error) {
 	}
 	data := filepath.Join(dir, "data")
 	if out, err := s.run(filepath.Join(bin, "initdb"), "-D", data, "-U", owner, "-A", "trust", "-E", "UTF8",
-		"--no-sync", "--no-instructions"); err != nil {
+		"--locale=C", "--no-sync", "--no-instructions"); err != nil {
 		return nil, fmt.Errorf("initdb: %v: %s", err, out)
 	}
 	opts := fmt.Sprintf("-c listen_addresses='' -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", dir)
@@ -174,7 +174,10 @@ func (s *Server) run(name string, args ...string) ([]byte, error) {
 		args = append(append(slices.Clone(s.asUser[1:]), name), args...)
 		name = s.asUser[0]
 	}
-	return exec.Command(name, args...).CombinedOutput()
+	cmd := exec.Command(name, args...)
+	// A fresh machine may name a locale in LANG that it has not generated: initdb refuses it.
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "LANG=C")
+	return cmd.CombinedOutput()
 }
 
 func (s *Server) stop() {
