@@ -15,14 +15,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"heed/engine"
+	"heed/storage/storetest"
 )
 
 // Child processes: the test binary re-executes itself with HEED_STORAGE_CHILD set to play a
-// second Heed (lock test) or a Heed that gets killed (crash test).
+// second Heed (lock test) or a Heed that gets killed (crash test, storetest.CrashChild).
 const (
 	envChild = "HEED_STORAGE_CHILD"
 	envDB    = "HEED_STORAGE_DB"
-	envRound = "HEED_STORAGE_ROUND"
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	case "open":
 		os.Exit(childOpen(os.Getenv(envDB)))
 	case "crash":
-		os.Exit(childCrash(os.Getenv(envDB), os.Getenv(envRound)))
+		os.Exit(storetest.CrashChild(func() (engine.Store, error) { return Open(os.Getenv(envDB)) }))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown child mode")
 		os.Exit(2)
@@ -228,36 +228,6 @@ func hostCounts(t testing.TB, db *DB) map[string]engine.Counts {
 func assertCounts(t testing.TB, db *DB, msgAndArgs ...any) {
 	t.Helper()
 	assert.Equal(t, countsByQuery(t, db.r), hostCounts(t, db), msgAndArgs...)
-}
-
-// crashCopy copies the database's files — the database and its -wal, each of which must be
-// there — as kill -9 would leave them, and returns the copy's path. The DB must be idle.
-func crashCopy(t testing.TB, path string) string {
-	t.Helper()
-	crash := filepath.Join(t.TempDir(), "heed.db")
-	for _, suffix := range []string{"", "-wal"} {
-		data, err := os.ReadFile(path + suffix)
-		require.NoError(t, err, suffix)
-		require.NoError(t, os.WriteFile(crash+suffix, data, 0o644))
-	}
-	return crash
-}
-
-// eachJob calls fn for every job, a page at a time.
-func eachJob(t testing.TB, db *DB, fn func(engine.Job)) {
-	t.Helper()
-	var after int64
-	for {
-		js, err := db.Jobs(bg, engine.JobQuery{AfterID: after, Limit: 1000})
-		require.NoError(t, err)
-		for _, j := range js {
-			fn(j)
-		}
-		if len(js) < 1000 {
-			return
-		}
-		after = js[len(js)-1].ID
-	}
 }
 
 // jobIDs returns the ids of jobs.

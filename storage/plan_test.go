@@ -79,9 +79,30 @@ func (c *traceConn) ExecContext(ctx context.Context, query string, args []driver
 	return c.SQLiteConn.ExecContext(ctx, query, args)
 }
 
+// PrepareContext returns a statement that records each of its runs, so that a statement the DB
+// prepares once and runs again and again is recorded at every run, with its arguments.
 func (c *traceConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	c.log.add(query, nil)
-	return c.SQLiteConn.PrepareContext(ctx, query)
+	s, err := c.SQLiteConn.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return &traceStmt{Stmt: s, query: query, log: c.log}, nil
+}
+
+type traceStmt struct {
+	driver.Stmt
+	query string
+	log   *queryLog
+}
+
+func (s *traceStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	s.log.add(s.query, args)
+	return s.Stmt.(driver.StmtQueryContext).QueryContext(ctx, args)
+}
+
+func (s *traceStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	s.log.add(s.query, args)
+	return s.Stmt.(driver.StmtExecContext).ExecContext(ctx, args)
 }
 
 // planOf returns SQLite's query plan of q, one line a step.

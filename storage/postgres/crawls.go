@@ -65,11 +65,25 @@ func (db *DB) crawled(ctx context.Context, tx pgx.Tx, end engine.End, now time.T
 	if len(end.Found) == 0 || engine.CrawlState(state) == engine.CrawlCancelled {
 		return make([]engine.Enqueued, len(end.Found)), nil
 	}
-	out, err := crawlJobs(ctx, tx, crawlID, end.Found, now)
+	// A link PostgreSQL's text cannot hold is left out, reported with ID 0 as one over the
+	// budget is: the page's done must not fail for it.
+	var found []engine.NewJob
+	var at []int
+	for i, j := range end.Found {
+		if textOnly(j.URL, j.Key, j.Host, j.FoundOn) == nil {
+			found = append(found, j)
+			at = append(at, i)
+		}
+	}
+	got, err := crawlJobs(ctx, tx, crawlID, found, now)
 	if err != nil {
 		return nil, err
 	}
-	return out, notifyHosts(ctx, tx, end.Found)
+	out := make([]engine.Enqueued, len(end.Found))
+	for k, i := range at {
+		out[i] = got[k]
+	}
+	return out, notifyHosts(ctx, tx, found)
 }
 
 // crawlJobs adds the jobs a crawl found (or its seeds), each whose key has no job yet, as many

@@ -75,6 +75,10 @@ func WithWorker(name string) Option {
 // WithLease sets how long a lease lasts without renewal (DefaultLease).
 func WithLease(d time.Duration) Option { return func(db *DB) { db.lease = d } }
 
+// withTracer traces the statements of the DB's connections (the fleet
+// benchmark counts its round trips).
+func withTracer(t pgx.QueryTracer) Option { return func(db *DB) { db.tracer = t } }
+
 // WithLogger sends the DB's own messages to l.
 func WithLogger(l *slog.Logger) Option { return func(db *DB) { db.log = l } }
 
@@ -92,6 +96,8 @@ type DB struct {
 	pending []func(pgx.Tx) error // the next background batch
 	waiters []chan error         // Flush calls waiting for the batch after it
 	errs    []error              // background failures not yet reported by Flush
+	batch   chan struct{}        // closed when the batch being committed is; nil when none is
+	closed  bool                 // Close has begun: writes fail
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -99,8 +105,13 @@ type DB struct {
 	heldMu sync.Mutex
 	held   map[string]int64 // the hosts this process leases, with their epochs
 
-	listen *listener
+	listen    *listener
+	tracer    pgx.QueryTracer
+	recovered int64
 }
+
+// errClosed is the error of a write after Close.
+var errClosed = errors.New("postgres: database is closed")
 
 // Open connects to the database at dsn (a postgres:// URL), creating or upgrading its tables.
 func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
@@ -120,10 +131,17 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	rand.Read(rnd[:])
 	db.token = db.worker + "/" + hex.EncodeToString(rnd[:])
 	cfg.MaxConns = max(cfg.MaxConns, 16)
+	if db.tracer != nil {
+		cfg.ConnConfig.Tracer = db.tracer
+	}
 	if db.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return nil, &OpenError{URL: redact(dsn), Err: err}
 	}
 	if err := db.migrate(ctx); err != nil {
+		db.pool.Close()
+		return nil, &OpenError{URL: redact(dsn), Err: err}
+	}
+	if err := db.recover(ctx); err != nil {
 		db.pool.Close()
 		return nil, &OpenError{URL: redact(dsn), Err: err}
 	}
@@ -207,7 +225,27 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Close flushes what is queued, gives back every lease and closes the connections.
+// recover queues again every job left active on a host no live worker leases: a crash left it so
+// (S2). Its cut-off attempt is given back (G42). The jobs of a host a live worker leases are that
+// worker's; those of a lease that ran out are queued again here or by the Claim that takes the
+// host, whichever comes first.
+func (db *DB) recover(ctx context.Context) error {
+	t := nanos(now())
+	return db.retry(func() error {
+		tag, err := db.pool.Exec(ctx, `UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0),
+			last_error = 'interrupted', not_before = $1, updated_at = $1
+			WHERE state = 'active' AND host NOT IN (
+				SELECT host FROM hosts WHERE lease_owner IS NOT NULL AND lease_until > now())`, t)
+		db.recovered = tag.RowsAffected()
+		return err
+	})
+}
+
+// Recovered returns how many jobs Open found left active by a crash and queued again.
+func (db *DB) Recovered() int64 { return db.recovered }
+
+// Close flushes what is queued, gives back every lease and closes the connections. Writes after
+// it fail.
 func (db *DB) Close() error {
 	select {
 	case <-db.stop:
@@ -215,6 +253,9 @@ func (db *DB) Close() error {
 	default:
 	}
 	err := db.Flush(context.Background())
+	db.mu.Lock()
+	db.closed = true
+	db.mu.Unlock()
 	if l := db.listen; l != nil {
 		l.close()
 	}
@@ -227,6 +268,10 @@ func (db *DB) Close() error {
 // queue adds a write to the next background batch.
 func (db *DB) queue(f func(pgx.Tx) error) error {
 	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return errClosed
+	}
 	db.pending = append(db.pending, f)
 	n := len(db.pending)
 	db.mu.Unlock()
@@ -276,28 +321,18 @@ func (db *DB) commitBatch() {
 	db.mu.Lock()
 	ops, waiters := db.pending, db.waiters
 	db.pending, db.waiters = nil, nil
+	done := make(chan struct{})
+	db.batch = done
 	db.mu.Unlock()
-	ctx := context.Background()
-	var errs []error
-	if len(ops) > 0 {
-		err := db.tx(ctx, func(tx pgx.Tx) error {
-			for _, op := range ops {
-				if err := op(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			for _, op := range ops {
-				if err := db.tx(ctx, op); err != nil {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
+	err := db.run(context.Background(), func(tx pgx.Tx) error { return all(tx, ops) })
 	db.mu.Lock()
-	db.errs = append(db.errs, errs...)
+	if err != nil {
+		db.mu.Unlock()
+		db.oneByOne(ops)
+		db.mu.Lock()
+	}
+	db.batch = nil
+	close(done)
 	var report error
 	if len(waiters) > 0 {
 		report = errors.Join(db.errs...)
@@ -314,7 +349,7 @@ func (db *DB) commitBatch() {
 func (db *DB) Flush(ctx context.Context) error {
 	select {
 	case <-db.stop:
-		return errors.New("postgres: database is closed")
+		return errClosed
 	default:
 	}
 	ch := make(chan error, 1)
@@ -330,11 +365,71 @@ func (db *DB) Flush(ctx context.Context) error {
 	}
 }
 
-// tx runs f in a transaction and commits it. A transaction PostgreSQL
+// all runs the queued writes ops in tx, in order.
+func all(tx pgx.Tx, ops []func(pgx.Tx) error) error {
+	for _, op := range ops {
+		if err := op(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// oneByOne commits each of ops in a transaction of its own, after they failed together, so that
+// one bad write does not lose the others; the errors wait for Flush.
+func (db *DB) oneByOne(ops []func(pgx.Tx) error) {
+	var errs []error
+	for _, op := range ops {
+		if err := db.run(context.Background(), op); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	db.mu.Lock()
+	db.errs = append(db.errs, errs...)
+	db.mu.Unlock()
+}
+
+// tx runs f, a waited write, in a transaction and commits it, with the queued writes before it
+// (S5: a queued write is committed by the next waited one). If they fail together, the queued
+// writes are committed one by one, their errors kept for Flush, and f alone. When tx returns, a
+// batch the background was committing when tx began has committed too.
+func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return errClosed
+	}
+	ops, batch := db.pending, db.batch
+	db.pending = nil
+	db.mu.Unlock()
+	var err error
+	if len(ops) == 0 {
+		err = db.run(ctx, f)
+	} else if err = db.run(ctx, func(tx pgx.Tx) error {
+		if err := all(tx, ops); err != nil {
+			return errBatch
+		}
+		return f(tx)
+	}); errors.Is(err, errBatch) {
+		db.oneByOne(ops)
+		err = db.run(ctx, f)
+	} else if err != nil {
+		db.oneByOne(ops) // f failed: its queued writes are kept all the same
+	}
+	if batch != nil {
+		<-batch
+	}
+	return err
+}
+
+// errBatch marks a waited write's transaction that failed in the queued writes before it.
+var errBatch = errors.New("postgres: a queued write failed")
+
+// run runs f in a transaction and commits it. A transaction PostgreSQL
 // aborted to break a deadlock (two transactions taking a job's row and its
 // host's in opposite orders: a transition and its count, a batch's host
 // state and a job's note) runs again, a few times.
-func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
+func (db *DB) run(ctx context.Context, f func(pgx.Tx) error) error {
 	for try := 0; ; try++ {
 		err := pgx.BeginFunc(ctx, db.pool, f)
 		if !retryable(err) || try == 4 {

@@ -7,10 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
 	"heed/engine"
+	"heed/engine/fetch"
 )
 
 // jobCols are the columns scanJob reads, in its order.
@@ -75,6 +77,21 @@ func (db *DB) Enqueue(ctx context.Context, jobs []engine.NewJob, againBelow int6
 	return out, err
 }
 
+// ErrNotText is returned for a string PostgreSQL's text cannot hold: one with a NUL byte or
+// bytes that are not UTF-8. Heed's own URLs never are (they are parsed and written out again,
+// escaped); SQLite keeps such strings byte for byte.
+var ErrNotText = errors.New("postgres: a NUL byte or bytes that are not UTF-8, which a PostgreSQL text column cannot hold")
+
+// textOnly checks that every string is text PostgreSQL can store.
+func textOnly(ss ...string) error {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+			return ErrNotText
+		}
+	}
+	return nil
+}
+
 // notifyHosts tells the owners of the jobs' hosts that they have work (see listener).
 func notifyHosts(ctx context.Context, tx pgx.Tx, jobs []engine.NewJob) error {
 	seen := map[string]bool{}
@@ -99,6 +116,11 @@ const insertChunk = 256
 // NewJob.Skip gives — and counts them in their hosts' rows. It returns the ids of the rows it
 // added, by key.
 func insertJobs(ctx context.Context, tx pgx.Tx, jobs []engine.NewJob, now time.Time) (map[string]int64, error) {
+	for i, j := range jobs {
+		if err := textOnly(j.URL, j.Key, j.Host, j.FoundOn); err != nil {
+			return nil, fmt.Errorf("job %d of %d (%q): %w", i+1, len(jobs), fetch.Redact(strings.ToValidUTF8(j.URL, "\ufffd")), err)
+		}
+	}
 	ids := make(map[string]int64, len(jobs))
 	type hostState struct {
 		host  string

@@ -7,10 +7,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"heed/engine"
 	"heed/storage/postgres/pgtest"
+	"heed/storage/storetest"
 )
 
 func TestMain(m *testing.M) {
+	if dsn := os.Getenv(envCrash); dsn != "" {
+		os.Exit(storetest.CrashChild(func() (engine.Store, error) { return Open(context.Background(), dsn) }))
+	}
 	code := m.Run()
 	pgtest.Stop()
 	os.Exit(code)

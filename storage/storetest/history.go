@@ -1,4 +1,4 @@
-package storage
+package storetest
 
 import (
 	"bytes"
@@ -14,11 +14,18 @@ import (
 	"heed/engine"
 )
 
+var historyTests = []test{
+	{"History_S3_KeepsEveryAttemptNewestFirst", testHistoryKeepsEveryAttemptNewestFirst},
+	{"History_S3_U6_KeysetPagingReadsEachOnce", testHistoryKeysetPagingReadsEachOnce},
+	{"Export_S9_HistoryOverTheStore", testExportHistoryOverTheStore},
+	{"Export_S9_JobsOverTheStore", testExportJobsOverTheStore},
+}
+
 // historyFixture records attempts on two hosts and returns them in the order recorded.
-func historyFixture(t *testing.T, db *DB) []engine.Attempt {
+func historyFixture(t *testing.T, s engine.Store) []engine.Attempt {
 	t.Helper()
-	a := enqueueURLs(t, db, "a.example", "https://a.example/x?q=1&r=<2>")[0]
-	b := enqueueURLs(t, db, "b.example", "https://b.example/y")[0]
+	a := enqueueURLs(t, s, "a.example", "https://a.example/x?q=1&r=<2>")[0]
+	b := enqueueURLs(t, s, "b.example", "https://b.example/y")[0]
 	t0 := time.Unix(1_700_000_000, 123456789)
 	in := []engine.Attempt{
 		{JobID: a, URL: "https://a.example/x?q=1&r=<2>", Host: "a.example", Attempt: 1, Throttled: 0, StartedAt: t0,
@@ -31,9 +38,9 @@ func historyFixture(t *testing.T, db *DB) []engine.Attempt {
 			Level: 2, Breaker: engine.HalfOpen},
 	}
 	for _, x := range in {
-		require.NoError(t, db.RecordAttempt(x))
+		require.NoError(t, s.RecordAttempt(x))
 	}
-	require.NoError(t, db.Flush(bg))
+	require.NoError(t, s.Flush(bg))
 	return in
 }
 
@@ -47,18 +54,18 @@ func attemptIDs(as []engine.Attempt) []int64 {
 
 // S3: history keeps every field of every attempt, newest first, filtered by host, outcome and job
 // and paged by id.
-func TestHistory_S3_KeepsEveryAttemptNewestFirst(t *testing.T) {
-	db, _ := openTest(t)
-	in := historyFixture(t, db)
+func testHistoryKeepsEveryAttemptNewestFirst(t *testing.T, o Opener) {
+	s := open(t, o)
+	in := historyFixture(t, s)
 
-	got, err := db.History(bg, engine.HistoryQuery{})
+	got, err := s.History(bg, engine.HistoryQuery{})
 	require.NoError(t, err)
 	require.Len(t, got, len(in))
 	for i, g := range got {
 		want := in[len(in)-1-i]
 		assert.NotZero(t, g.ID)
 		want.ID = g.ID
-		assert.Equal(t, want, g, "every field is kept")
+		equal(t, want, g, "every field is kept")
 	}
 
 	cases := []struct {
@@ -80,7 +87,7 @@ func TestHistory_S3_KeepsEveryAttemptNewestFirst(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			page, err := db.History(bg, c.q)
+			page, err := s.History(bg, c.q)
 			require.NoError(t, err)
 			assert.Equal(t, c.want, attemptIDs(page))
 		})
@@ -88,23 +95,23 @@ func TestHistory_S3_KeepsEveryAttemptNewestFirst(t *testing.T) {
 }
 
 // S3, U6: paging through a long history by BeforeID reads every attempt once, newest first.
-func TestHistory_U6_KeysetPagingReadsEachOnce(t *testing.T) {
-	db, _ := openTest(t)
-	id := enqueueURLs(t, db, "a.example", "https://a.example/1")[0]
+func testHistoryKeysetPagingReadsEachOnce(t *testing.T, o Opener) {
+	s := open(t, o)
+	id := enqueueURLs(t, s, "a.example", "https://a.example/1")[0]
 	const n = 250
 	for i := range n {
 		outcome := "ok"
 		if i%3 == 0 {
 			outcome = "retry"
 		}
-		require.NoError(t, db.RecordAttempt(engine.Attempt{JobID: id, URL: "u", Host: "a.example", Attempt: i, Outcome: outcome}))
+		require.NoError(t, s.RecordAttempt(engine.Attempt{JobID: id, URL: "u", Host: "a.example", Attempt: i, Outcome: outcome}))
 	}
-	require.NoError(t, db.Flush(bg))
+	require.NoError(t, s.Flush(bg))
 	for _, outcome := range []string{"", "ok", "retry"} {
 		var seen []int
 		q := engine.HistoryQuery{Outcome: outcome, Limit: 32}
 		for {
-			page, err := db.History(bg, q)
+			page, err := s.History(bg, q)
 			require.NoError(t, err)
 			for _, a := range page {
 				seen = append(seen, a.Attempt)
@@ -124,15 +131,15 @@ func TestHistory_U6_KeysetPagingReadsEachOnce(t *testing.T) {
 	}
 }
 
-// S9, U6: the exports read the database through the engine's Reader: what storage keeps comes out
+// S9, U6: the exports read the store through the engine's Reader: what the store keeps comes out
 // in the lines (JSON and CSV), started_at to the nanosecond. (The shapes themselves are the
 // engine's, tested in engine/export_test.go.)
-func TestExport_S9_HistoryOverTheDatabase(t *testing.T) {
-	db, _ := openTest(t)
-	in := historyFixture(t, db)
+func testExportHistoryOverTheStore(t *testing.T, o Opener) {
+	s := open(t, o)
+	in := historyFixture(t, s)
 
 	var buf bytes.Buffer
-	require.NoError(t, engine.WriteHistoryJSON(bg, &buf, db, engine.HistoryQuery{Host: "a.example"}))
+	require.NoError(t, engine.WriteHistoryJSON(bg, &buf, s, engine.HistoryQuery{Host: "a.example"}))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 2)
 	var oldest map[string]any
@@ -154,7 +161,7 @@ func TestExport_S9_HistoryOverTheDatabase(t *testing.T) {
 	assert.Equal(t, 4096.0, newest["bytes"])
 
 	buf.Reset()
-	require.NoError(t, engine.WriteHistoryCSV(bg, &buf, db, engine.HistoryQuery{}))
+	require.NoError(t, engine.WriteHistoryCSV(bg, &buf, s, engine.HistoryQuery{}))
 	recs, err := csv.NewReader(&buf).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, recs, len(in)+1)
@@ -175,18 +182,18 @@ func TestExport_S9_HistoryOverTheDatabase(t *testing.T) {
 }
 
 // S9: a job export says which done job has yet to take its final name, until it has it.
-func TestExport_S9_JobsOverTheDatabase(t *testing.T) {
-	db, _ := openTest(t)
-	id := enqueueURLs(t, db, "a.example", "https://a.example/f")[0]
-	enqueueURLs(t, db, "b.example", "https://b.example/q")
-	_, err := db.Start(bg, id, "f.part")
+func testExportJobsOverTheStore(t *testing.T, o Opener) {
+	s := open(t, o)
+	id := enqueueURLs(t, s, "a.example", "https://a.example/f")[0]
+	enqueueURLs(t, s, "b.example", "https://b.example/q")
+	_, err := s.Start(bg, id, "f.part")
 	require.NoError(t, err)
-	require.NoError(t, finish(db, bg, engine.End{JobID: id, State: engine.JobDone, File: "f", SHA256: "aa", Status: 200,
+	require.NoError(t, finish(s, bg, engine.End{JobID: id, State: engine.JobDone, File: "f", SHA256: "aa", Status: 200,
 		Resume: engine.Resume{Part: "f.part", Bytes: 1, Size: 1}}))
 	line := func() map[string]any {
 		t.Helper()
 		var buf bytes.Buffer
-		require.NoError(t, engine.WriteJobsJSON(bg, &buf, db, engine.JobQuery{State: engine.JobDone}))
+		require.NoError(t, engine.WriteJobsJSON(bg, &buf, s, engine.JobQuery{State: engine.JobDone}))
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 		require.Len(t, lines, 1)
 		var m map[string]any
@@ -200,7 +207,7 @@ func TestExport_S9_JobsOverTheDatabase(t *testing.T) {
 	assert.Equal(t, "aa", m["sha256"])
 	assert.Equal(t, 1.0, m["attempts"])
 	assert.Equal(t, true, m["unnamed"])
-	require.NoError(t, db.Named(id))
-	require.NoError(t, db.Flush(bg))
+	require.NoError(t, s.Named(id))
+	require.NoError(t, s.Flush(bg))
 	assert.NotContains(t, line(), "unnamed")
 }
