@@ -1,0 +1,161 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"heed/engine"
+	"heed/storage"
+	"heed/storage/postgres/pgtest"
+)
+
+// The fleet benchmark of issue 34: 600 loopback hosts at 60 requests a
+// minute each (burst 1: what politeness allows is 600 requests a second),
+// worked by 1, 2 and 3 workers sharing one PostgreSQL queue, and by one
+// Heed on SQLite for comparison. It reports the request rate achieved as a
+// share of the allowed rate, the database round trips per request (every
+// statement a worker sends, BEGIN and COMMIT included, lease work and
+// heartbeats too), and the time a request spends in the store's Start and
+// Finish, which is what a shared store adds to each request's latency.
+//
+//	go test -run '^$' -bench Fleet -benchtime 1x ./storage/postgres/
+
+const (
+	benchHosts   = 600
+	benchWarm    = 5 * time.Second
+	benchMeasure = 20 * time.Second
+)
+
+// counter counts the statements sent over pgx connections.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// timed is a Store whose Start and Finish are timed.
+type timed struct {
+	engine.Store
+	ns, calls *atomic.Int64
+}
+
+func (s timed) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
+	t := time.Now()
+	j, err := s.Store.Start(ctx, id, part)
+	s.ns.Add(int64(time.Since(t)))
+	s.calls.Add(1)
+	return j, err
+}
+
+func (s timed) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
+	t := time.Now()
+	f, err := s.Store.Finish(ctx, end)
+	s.ns.Add(int64(time.Since(t)))
+	return f, err
+}
+
+// fleetOf implements engine.Fleet for a timed store over a fleet member.
+type fleetOf struct {
+	timed
+	engine.Fleet
+}
+
+func BenchmarkFleet600Hosts(b *testing.B) {
+	var served atomic.Int64
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		fmt.Fprint(w, "a small file\n")
+	})
+	hosts := make([]string, benchHosts)
+	for i := range hosts {
+		s := httptest.NewServer(handler)
+		b.Cleanup(s.Close)
+		hosts[i] = s.URL
+	}
+	// Enough files that no host runs dry within the run.
+	perHost := int((benchWarm+benchMeasure)/time.Second) + 10
+	var urls []string
+	for j := range perHost {
+		for _, h := range hosts {
+			urls = append(urls, fmt.Sprintf("%s/f%03d", h, j))
+		}
+	}
+	tun := engine.DefaultTunables()
+	tun.RatePerMin, tun.Burst, tun.MaxInflight = 60, 1, 1
+	for _, workers := range []int{0, 1, 2, 3} { // 0: one Heed on SQLite
+		name := fmt.Sprintf("%d-workers", workers)
+		if workers == 0 {
+			name = "sqlite"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			var ns, calls atomic.Int64
+			var queries counter
+			var stores []engine.Store
+			if workers == 0 {
+				db, err := storage.Open(filepath.Join(b.TempDir(), "heed.db"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { db.Close() })
+				stores = append(stores, timed{db, &ns, &calls})
+			} else {
+				dsn := pgtest.Shared(b).DB(b)
+				for i := range workers {
+					db, err := Open(ctx, dsn, WithWorker(fmt.Sprintf("w%d", i)), withTracer(&queries))
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { db.Close() })
+					stores = append(stores, fleetOf{timed{db, &ns, &calls}, db})
+				}
+			}
+			var engines []*engine.Engine
+			for _, s := range stores {
+				e, err := engine.New(ctx, s, engine.Options{Dir: filepath.Join(b.TempDir(), "dl"), Defaults: tun, Workers: 64})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { e.Close() })
+				engines = append(engines, e)
+			}
+			if _, err := engines[0].Add(ctx, strings.Join(urls, "\n")); err != nil {
+				b.Fatal(err)
+			}
+			run, stop := context.WithCancel(ctx)
+			var wg sync.WaitGroup
+			for _, e := range engines {
+				wg.Add(1)
+				go func() { defer wg.Done(); e.Run(run) }()
+			}
+			time.Sleep(benchWarm)
+			s0, q0, ns0, c0 := served.Load(), queries.n.Load(), ns.Load(), calls.Load()
+			b.ResetTimer()
+			time.Sleep(benchMeasure)
+			s1, q1, ns1, c1 := served.Load(), queries.n.Load(), ns.Load(), calls.Load()
+			b.StopTimer()
+			stop()
+			wg.Wait()
+			reqs := float64(s1 - s0)
+			allowed := float64(benchHosts) * benchMeasure.Seconds() // one a second each
+			b.ReportMetric(reqs/benchMeasure.Seconds(), "req/s")
+			b.ReportMetric(100*reqs/allowed, "%allowed")
+			if workers > 0 {
+				b.ReportMetric(float64(q1-q0)/reqs, "roundtrips/req")
+			}
+			b.ReportMetric(float64(ns1-ns0)/float64(max(c1-c0, 1))/1e6, "store-ms/req")
+		})
+	}
+}
