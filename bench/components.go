@@ -56,6 +56,26 @@ var FrontierComponents = []Component{
 	component("benchmark harness", `^main\.`),
 }
 
+// CrawlComponents are the parts of `heed crawl` run in-process (e2e heed-cli,
+// the crawl benchmark of issue #31). Link extraction reads each page back
+// from its saved file and comes first; robots.txt's parsing next; then the
+// parts of a download as in FrontierComponents, the politeness core, the
+// rest of the engine (crawl bookkeeping included) and the command line's
+// own output.
+var CrawlComponents = []Component{
+	component("links: extraction (engine/crawl, x/net/html)", `^heed/engine/crawl\.`, `^golang\.org/x/net/html\.`),
+	component("robots.txt", `^heed/engine/robots\.`),
+	component(RefillPart, `^heed/storage\.\(\*DB\)\.NextJobs$`),
+	component(SQLitePart+", links", `^heed/storage\.`, `^database/sql\.`, `^github\.com/mattn/go-sqlite3\.`),
+	component("HTTP client", `^net/http\.\(\*persistConn\)\.`, `^net/http\.\(\*Transport\)\.`,
+		`^net/http\.\(\*Client\)\.`, `^net/http\.send$`, `^net/http\.\(\*bodyEOFSignal\)\.`),
+	component(FetchPart, `^heed/engine/fetch\.`, `^os\.`),
+	component(CorePart, `^heed/engine\.\(\*Core\)\.`),
+	component("engine: run loop, attempts, crawl bookkeeping", `^heed/engine\.`),
+	component("command line (heed/cli: progress, output)", `^heed/cli\.`),
+	gcComponent, schedComponent,
+}
+
 // The parts of FrontierComponents that the frontier's goal counts, and the
 // database's.
 const (

@@ -162,6 +162,28 @@ func (c *Child) Interrupt() (Measure, error) {
 	return m, c.failure()
 }
 
+// Signal sends sig to the child (through the wrapper, which passes SIGINT
+// and SIGTERM on), unless it has exited.
+func (c *Child) Signal(sig os.Signal) error {
+	select {
+	case <-c.done:
+		return nil
+	default:
+		return c.cmd.Process.Signal(sig)
+	}
+}
+
+// ExitCode is the child's exit status once it has exited (the command's
+// own through the wrapper, which gives 128+N for a signal N), -1 before.
+func (c *Child) ExitCode() int {
+	select {
+	case <-c.done:
+		return c.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
 func (c *Child) failure() error {
 	return fmt.Errorf("%s: %v: %s", c.name, c.err, bytes.TrimSpace(c.tail.b))
 }

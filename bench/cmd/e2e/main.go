@@ -34,6 +34,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "frontier-child" {
 		os.Exit(frontierChildMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "crawl-site" {
+		os.Exit(crawlSiteMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "heed-cli" {
+		os.Exit(heedCLIMain(os.Args[2:]))
+	}
 	var o options
 	flag.StringVar(&o.repo, "repo", "..", "Heed's source tree, to build heed from (its bench folder is this module)")
 	flag.StringVar(&o.out, "out", "BENCHMARKS.md", "report to write")
@@ -45,7 +51,7 @@ func main() {
 	flag.StringVar(&o.tracesA, "traces-a", "", "`file` with go tool pprof -traces of case (a) in-process (BenchmarkEngineCaseA)")
 	flag.StringVar(&o.tracesPlain, "traces-plain", "", "`file` with go tool pprof -traces of the plain client on case (a) (BenchmarkPlainCaseA)")
 	flag.StringVar(&o.loadBefore, "load-before", "", "/proc/loadavg before the Go benchmarks")
-	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale,frontier,old", "cases to run")
+	flag.StringVar(&o.cases, "cases", "a,a5k,b,c,scale,frontier,old,crawl", "cases to run")
 	flag.StringVar(&o.fsInfo, "fs", "", "what the scratch folder's file system is, for the report (make-bench.sh says)")
 	flag.StringVar(&o.commit, "commit", "", "what the measured tree is, for the report (default: its git commit)")
 	flag.BoolVar(&o.freshFS, "fresh-fs", false, "the scratch folder is a file system made for this run")
@@ -60,6 +66,10 @@ func main() {
 	flag.Float64Var(&o.scaleDown, "scale", 1, "multiply every case's file and host counts by this (for development)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the scratch folder (heed binary, scale database) afterwards")
 	flag.DurationVar(&o.window, "window", 20*time.Second, "how long case (c) lets heed run")
+	flag.IntVar(&o.crawlHosts, "crawl-hosts", 2000, "hosts of the crawl case's site (50 pages each)")
+	flag.IntVar(&o.crawlBurst, "crawl-burst", 1, "heed --burst in the crawl case")
+	flag.StringVar(&o.crawlWget2, "crawl-wget2", "0,64", "wget2 --max-threads of each wget2 run in the crawl case (0: one a host; fewer than the hosts stop at heed's wall time)")
+	flag.BoolVar(&o.crawlProfile, "crawl-profile", true, "crawl once more with heed in-process under the CPU profiler")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -70,9 +80,10 @@ func main() {
 type options struct {
 	repo, out, tmp, gobench, profile, profileB, profileC, loadBefore, cases, tools string
 	tracesA, tracesPlain, fsInfo, old, frontierSizes, fixtures, commit             string
-	fastRuns, slowRuns, oldRounds, frontierRuns                                    int
+	fastRuns, slowRuns, oldRounds, frontierRuns, crawlHosts, crawlBurst            int
+	crawlWget2                                                                     string
 	scaleDown                                                                      float64
-	keep, freshFS                                                                  bool
+	keep, freshFS, crawlProfile                                                    bool
 	window                                                                         time.Duration
 }
 
@@ -193,6 +204,13 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("frontier: %w", err)
 		}
 		rep.Frontier = res
+	}
+	if o.has(o.cases, "crawl") {
+		res, err := runCrawlCase(ctx, o, runner, heedBin)
+		if err != nil {
+			return fmt.Errorf("crawl: %w", err)
+		}
+		rep.Crawl = res
 	}
 	if o.has(o.cases, "old") {
 		if o.old == "" {

@@ -35,6 +35,7 @@ type report struct {
 	// GoBenchFailed are the Go benchmarks that failed (bench.GoBenchFailures).
 	GoBenchFailed []string
 	Frontier      []frontierSize
+	Crawl         *crawlResult
 	OldNew        *oldNewResult
 	OldSkipped    string // why there is no old/new comparison
 	Profile       string // pprof -top of case (a)
@@ -164,6 +165,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.Frontier) > 0 {
 		r.frontierSection(&b)
+	}
+	if r.Crawl != nil {
+		r.crawlSection(&b, r.Crawl)
 	}
 	r.oldNewSection(&b)
 	if r.Profile != "" {
