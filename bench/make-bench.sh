@@ -8,7 +8,8 @@
 #     temporary folders on that file system;
 #  3. profiles cases (a), (b) and (c) in-process (bench.test) and the plain client on case (a);
 #  4. runs bench/cmd/e2e: Heed beside curl, wget2, aria2c and the plain clients, the frontier
-#     over databases of $BENCH_FRONTIER queued jobs (fixtures cached in $BENCH_FIXTURES), and,
+#     over databases of $BENCH_FRONTIER queued jobs (fixtures cached in $BENCH_FIXTURES), the crawl
+#     of issue #31 (heed crawl beside wget2 -r over a loopback site of 2,000 hosts), and,
 #     when $BENCH_OLD names a worktree of an older commit, its BenchmarkDispatch and
 #     BenchmarkEnqueue beside this tree's; e2e writes BENCHMARKS.md;
 #  5. unmounts the file system and removes its file, whether or not the run succeeded.
@@ -118,7 +119,7 @@ for id in A P; do
 	$GO tool pprof -traces -ignore 'demo\.Start$' "$BENCH_TMP/bench.test" "$BENCH_TMP/case$id.cpu" >"$BENCH_TMP/case$id.traces" 2>/dev/null
 done
 
-# 4. The comparison, the frontier and the old/new table; e2e writes BENCHMARKS.md.
+# 4. The comparison, the frontier, the crawl and the old/new table; e2e writes BENCHMARKS.md.
 freshflag=()
 [ -z "$fresh" ] || freshflag=(-fresh-fs)
 # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
