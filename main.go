@@ -162,6 +162,15 @@ func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) in
 	}
 	w := ui.New(a, eng, ui.Options{Version: version, DBPath: db.Path(), Dir: dir, Feed: feed,
 		HostLabels: o.Labels})
+	// One Heed on the database: heed add and a second window hand their
+	// URLs to this one, and the second asks this window forward.
+	handoff, err := cli.ServeHandoff(dbPath, eng, func() {
+		fyne.Do(func() { w.Window().Show(); w.Window().RequestFocus() })
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "heed: %v; heed add is refused while this window is open\n", err)
+	}
+	defer handoff.Close() // before the engine closes
 	stopped := make(chan error, 1)
 	go func() {
 		err := eng.Run(ctx)

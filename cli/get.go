@@ -13,6 +13,7 @@ import (
 
 	"heed/engine"
 	"heed/engine/fetch"
+	"heed/storage"
 	"heed/storage/postgres"
 )
 
@@ -147,6 +148,11 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 		return ExitUsage
 	}
 	defer in.Close()
+	if !download { // another Heed on the database queues them, if one answers
+		if code, ok := handOffAdd(env, c, o, in); ok {
+			return code
+		}
+	}
 	var check func(Database) int
 	if download && !given {
 		check = func(db Database) int {
@@ -227,7 +233,8 @@ type session struct {
 	ran      chan error // the run's result, once it started
 	over     bool       // the run's result was taken
 	stopShow func()
-	added    func() // releases the hold that keeps the run open for URLs to come
+	added    func()   // releases the hold that keeps the run open for URLs to come
+	handoff  *Handoff // where heed add hands its URLs to this run
 }
 
 // openSession opens the database and an engine over it with o's flags and
@@ -283,6 +290,11 @@ func openSession(ctx context.Context, env Env, c *common, o *queueOpts, defaults
 	s.runCtx, s.stopRun = context.WithCancel(ctx)
 	if download {
 		s.added = eng.Adding()
+		if sdb, ok := db.(*storage.DB); ok { // one Heed on an SQLite database: heed add hands over to it
+			if s.handoff, err = ServeHandoff(sdb.Path(), eng, nil); err != nil {
+				fmt.Fprintf(env.Stderr, "heed: %v; heed add is refused until this run ends\n", err)
+			}
+		}
 	}
 	return s, ExitOK
 }
@@ -315,6 +327,7 @@ func (s *session) abandon() {
 // close abandons the run if it is still going and closes the engine and
 // the database.
 func (s *session) close() {
+	s.handoff.Close()
 	s.abandon()
 	s.stopRun()
 	s.eng.Close()

@@ -27,6 +27,7 @@ and shows what every host is doing and why anything waits.
 
 Without a command, heed opens its window.`,
 		Example: `  heed                                  # open the window
+  heed https://example.com/a.iso        # open the window with a URL queued
   heed get --dir out https://example.com/a.iso https://example.org/b.pdf
   heed get --dir out -i urls.txt        # a list: one or more URLs a line
   heed crawl --dir site https://example.com/docs/
@@ -36,11 +37,16 @@ Without a command, heed opens its window.`,
 		Args:          rootArgs,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, urls []string) error {
 			if env.Window == nil {
 				return cmd.Help()
 			}
-			return exit(env.Window(cmd.Context(), WindowOptions{DB: c.db, Dir: c.dir}))
+			// One Heed on a database: a second window hands its URLs to the
+			// first and brings that one forward.
+			if code, ok := handOffWindow(env, c, urls); ok {
+				return exit(code)
+			}
+			return exit(env.Window(cmd.Context(), WindowOptions{DB: c.db, Dir: c.dir, URLs: urls}))
 		},
 	}
 	root.SetVersionTemplate("heed {{.Version}}\n")
@@ -64,9 +70,14 @@ Without a command, heed opens its window.`,
 }
 
 // rootArgs refuses what is not a command, with the commands it may have
-// meant.
+// meant; URLs (http:// or https://) are for the window to queue.
 func rootArgs(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
+	urls := len(args) > 0
+	for _, a := range args {
+		l := strings.ToLower(strings.TrimSpace(a))
+		urls = urls && (strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://"))
+	}
+	if len(args) == 0 || urls {
 		return nil
 	}
 	msg := fmt.Sprintf("unknown command %q", args[0])
