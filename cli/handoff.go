@@ -221,7 +221,7 @@ func queueList(ctx context.Context, eng *engine.Engine, r io.Reader, again, quie
 			fmt.Fprintf(&out, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
 				tally.queued, tally.dups)
 		}
-		if errors.Is(err, fetch.ErrNotAList) {
+		if errors.Is(err, fetch.ErrNotAList) || errors.Is(err, errBadLine) {
 			return out.String(), ExitUsage
 		}
 		return out.String(), ExitUnusable
@@ -292,11 +292,13 @@ func handOff(c net.Conn, req handoffRequest) (handoffAnswer, error) {
 	return a, nil
 }
 
-// readList reads the list in for a hand-off, at most maxList bytes.
+// readList reads the list in for a hand-off, at most maxList bytes. A
+// list that fails part way (a malformed line of heed import) is what was
+// read before, with the error.
 func readList(in io.Reader) (string, error) {
 	b, err := io.ReadAll(io.LimitReader(in, maxList+1))
 	if err != nil {
-		return "", err
+		return string(b), err
 	}
 	if len(b) > maxList {
 		return "", fmt.Errorf("the list is over %d MiB: too long to hand to the running Heed; queue it with heed add once it has stopped", maxList>>20)
@@ -313,10 +315,10 @@ func handOffAdd(env Env, c *common, o *queueOpts, in io.Reader) (code int, ok bo
 	if conn == nil {
 		return 0, false
 	}
-	list, err := readList(in)
-	if err != nil {
+	list, readErr := readList(in)
+	if readErr != nil && list == "" {
 		conn.Close()
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
+		fmt.Fprintf(env.Stderr, "heed: %v\n", readErr)
 		return ExitUsage, true
 	}
 	a, err := handOff(conn, handoffRequest{URLs: list, Again: o.again, Quiet: o.quiet})
@@ -328,6 +330,10 @@ func handOffAdd(env Env, c *common, o *queueOpts, in io.Reader) (code int, ok bo
 		fmt.Fprintf(env.Stderr, "heed: Heed is running on %s: queued there\n", path)
 	}
 	fmt.Fprint(env.Stderr, a.Report)
+	if readErr != nil { // what came before it is queued
+		fmt.Fprintf(env.Stderr, "heed: queueing: %v; the lines before it are queued\n", readErr)
+		return ExitUsage, true
+	}
 	return a.Code, true
 }
 

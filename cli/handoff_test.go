@@ -215,3 +215,14 @@ func TestHandoff_Issue33_OversizedRequestIsRefused(t *testing.T) {
 	assert.Contains(t, a.Report, "too long")
 	assert.Empty(t, urlsOf(t, db))
 }
+
+// Issue 33: heed import while another Heed holds the database hands the
+// file's URLs to it, as heed add does.
+func TestImport_Issue33_WhileAnotherHeedRunsQueuesIntoIt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "h.db")
+	db, _ := runningHeed(t, path, nil)
+	code, _, stderr := run(t, `{"url":"http://example.com/a"}`+"\n", "import", "--db", path, "-")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stderr, "queued 1, duplicates 0")
+	assert.Equal(t, []string{"http://example.com/a"}, urlsOf(t, db))
+}

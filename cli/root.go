@@ -64,7 +64,7 @@ Without a command, heed opens its window.`,
 	root.PersistentFlags().Lookup("db").Value = placeholder{root.PersistentFlags().Lookup("db").Value, "FILE"}
 	root.PersistentFlags().Lookup("dir").Value = placeholder{root.PersistentFlags().Lookup("dir").Value, "FOLDER"}
 	root.AddCommand(newGetCmd(env, c), newAddCmd(env, c), newJobsCmd(env, c), newHostsCmd(env, c),
-		newHostCmd(env, c), newHistoryCmd(env, c), newCrawlCmd(env, c), newCrawlsCmd(env, c), newWorkerCmd(env, c), newWorkersCmd(env, c), newDemoCmd(env, c),
+		newHostCmd(env, c), newHistoryCmd(env, c), newExportCmd(env, c), newImportCmd(env, c), newCrawlCmd(env, c), newCrawlsCmd(env, c), newWorkerCmd(env, c), newWorkersCmd(env, c), newDemoCmd(env, c),
 		newVersionCmd(env))
 	return root
 }
