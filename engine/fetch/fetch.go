@@ -60,9 +60,10 @@ const MaxURLBytes = 8 << 10
 //     politeness default of requests in flight per host (1).
 //   - Transport carries the requests; nil means the configured
 //     *http.Transport described above, with compression disabled (F6) and
-//     proxies from the environment (HTTP_PROXY, HTTPS_PROXY, NO_PROXY,
-//     socks5:// included). The timeouts other than IdleTimeout only shape
-//     that default transport.
+//     proxies from the environment, read when the Fetcher is built
+//     (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY as their fallback, NO_PROXY;
+//     socks5:// included; see N4). The timeouts other than IdleTimeout only
+//     shape that default transport.
 //   - FreeSpace reports the bytes available in Dir; nil means statfs on Dir
 //     (where the platform supports it). An error disables the check.
 //   - Bandwidth, when not nil, is a shared limiter in bytes per second (L2).
@@ -324,12 +325,13 @@ func newClient(tr http.RoundTripper) *http.Client {
 // NewTransport builds the transport every download goes through: the
 // standard *http.Transport with the N1 timeouts, a write deadline on every
 // write of a request (G39), compression disabled (F6), proxies from the
-// environment, HTTP/2 on TLS, and cfg.IdlePerHost idle connections per host.
+// environment as it is now (N4), HTTP/2 on TLS, and cfg.IdlePerHost idle
+// connections per host.
 func NewTransport(cfg Config) *http.Transport {
 	dialer := &net.Dialer{Timeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout), KeepAlive: 30 * time.Second}
 	write := orDefault(cfg.WriteTimeout, DefaultWriteTimeout)
 	return &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
+		Proxy: envProxy(),
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dialer.DialContext(ctx, network, addr)
 			if err != nil || write == 0 {
