@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"time"
 
@@ -91,6 +92,25 @@ func (c *Core) HostTunables(host string) (Tunables, bool) {
 	r := t.Tunables
 	r.ThrottleStatuses = slices.Clone(r.ThrottleStatuses)
 	return r, own
+}
+
+// HostProxy is the proxy set for the host of u (N4), for the fetcher's
+// transport: ok false when the host follows the environment.
+func (c *Core) HostProxy(u *url.URL) (proxy *url.URL, ok bool) {
+	key, err := HostKeyOf(u)
+	if err != nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.defaults
+	if h := c.byKey[key]; h != nil {
+		t = h.tun
+	}
+	if t.Proxy == "" {
+		return nil, false
+	}
+	return t.proxy, true
 }
 
 func (c *Core) pauseLocked(h *host, reason string, nowM int64) {

@@ -198,6 +198,9 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 	if fc.IdlePerHost == 0 {
 		fc.IdlePerHost = opt.Defaults.MaxInflight
 	}
+	if fc.ProxyFor == nil {
+		fc.ProxyFor = e.core.HostProxy
+	}
 	if db, ok := store.(interface{ Files() []string }); ok {
 		// A download never takes the name of the database or of a file
 		// SQLite keeps beside it (a "-journal" would be played into it).

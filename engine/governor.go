@@ -3,9 +3,12 @@ package engine
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"heed/engine/fetch"
 )
 
 // Backoff level ceiling (G5): the exponent never goes past 16.
@@ -23,10 +26,12 @@ type tunables struct {
 	Tunables
 	throttle throttleSet
 	limit    rate.Limit // tokens per second
+	proxy    *url.URL   // Proxy parsed; nil for the environment or direct
 }
 
 func compile(t Tunables) *tunables {
-	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60)}
+	proxy, _ := fetch.ParseProxy(t.Proxy) // validated before
+	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60), proxy: proxy}
 }
 
 // host is one host's governor (G1–G11), breaker (B1–B6) and window of

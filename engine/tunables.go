@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"heed/engine/fetch"
 )
 
 // Tunables are the politeness settings of one host (SPEC §2, §3, §4).
@@ -38,6 +40,10 @@ import (
 //     breaker (B1).
 //   - RecoveryTimeout (30s; 1ms…24h): open → half-open delay (B2).
 //   - Retry: the per-job retry policy (R1–R5), see RetryPolicy.
+//   - Proxy ("": the environment's HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and
+//     NO_PROXY): the proxy the host's requests go through, an http://,
+//     https://, socks5:// or socks5h:// URL, or "direct" for none (N4). Its
+//     password, if any, is shown and logged only masked (fetch.Redact).
 type Tunables struct {
 	RatePerMin       float64       `json:"rate_per_min"`
 	Burst            int           `json:"burst"`
@@ -53,6 +59,7 @@ type Tunables struct {
 	FailureThreshold int           `json:"failure_threshold"`
 	RecoveryTimeout  time.Duration `json:"recovery_timeout"`
 	Retry            RetryPolicy   `json:"retry"`
+	Proxy            string        `json:"proxy,omitempty"`
 }
 
 // Bounds of the tunables (SPEC §2–§4).
@@ -162,6 +169,9 @@ func (t Tunables) Validate() error {
 	if err := durRange("recovery_timeout", t.RecoveryTimeout, MinRecoveryTimeout, MaxRecoveryTimeout); err != nil {
 		return err
 	}
+	if _, err := fetch.ParseProxy(t.Proxy); err != nil {
+		return err
+	}
 	return t.Retry.Validate()
 }
 
@@ -228,8 +238,18 @@ func retuned(was, now Tunables) string {
 	diff("retry base", was.Retry.Base, now.Retry.Base)
 	diff("retry max", was.Retry.Max, now.Retry.Max)
 	diff("retry jitter", was.Retry.Jitter, now.Retry.Jitter)
+	diff("proxy", proxyWords(was.Proxy), proxyWords(now.Proxy))
 	if len(out) == 0 {
 		return fmt.Sprintf("own settings, as before: rate %g/min, burst %d, in flight %d", now.RatePerMin, now.Burst, now.MaxInflight)
 	}
 	return strings.Join(out, ", ")
+}
+
+// proxyWords is a proxy setting as the timeline shows it, without its
+// password.
+func proxyWords(p string) string {
+	if p == "" {
+		return "environment"
+	}
+	return fetch.Redact(p)
 }

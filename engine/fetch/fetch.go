@@ -64,6 +64,10 @@ const MaxURLBytes = 8 << 10
 //     (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY as their fallback, NO_PROXY;
 //     socks5:// included; see N4). The timeouts other than IdleTimeout only
 //     shape that default transport.
+//   - ProxyFor, when not nil, gives the proxy a person set for the host of
+//     a request's URL, overriding the environment (N4): ok false leaves the
+//     request to the environment's rule, a nil proxy with ok true sends it
+//     direct. It shapes only the default transport.
 //   - FreeSpace reports the bytes available in Dir; nil means statfs on Dir
 //     (where the platform supports it). An error disables the check.
 //   - Bandwidth, when not nil, is a shared limiter in bytes per second (L2).
@@ -89,6 +93,7 @@ type Config struct {
 	IdlePerHost           int
 
 	Transport http.RoundTripper
+	ProxyFor  func(u *url.URL) (proxy *url.URL, ok bool)
 	FreeSpace func() (int64, error)
 	Bandwidth *rate.Limiter
 	Keep      []string
@@ -330,8 +335,18 @@ func newClient(tr http.RoundTripper) *http.Client {
 func NewTransport(cfg Config) *http.Transport {
 	dialer := &net.Dialer{Timeout: orDefault(cfg.ConnectTimeout, DefaultConnectTimeout), KeepAlive: 30 * time.Second}
 	write := orDefault(cfg.WriteTimeout, DefaultWriteTimeout)
+	proxy := envProxy()
+	if set := cfg.ProxyFor; set != nil {
+		env := proxy
+		proxy = func(r *http.Request) (*url.URL, error) {
+			if p, ok := set(r.URL); ok {
+				return p, nil
+			}
+			return env(r)
+		}
+	}
 	return &http.Transport{
-		Proxy: envProxy(),
+		Proxy: proxy,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			conn, err := dialer.DialContext(ctx, network, addr)
 			if err != nil || write == 0 {

@@ -1,9 +1,11 @@
 package fetch
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 
 	"golang.org/x/net/http/httpproxy"
 )
@@ -40,4 +42,34 @@ func getEnvAny(names ...string) string {
 		}
 	}
 	return ""
+}
+
+// Direct is the proxy setting that sends a host's requests straight to it,
+// whatever the environment says.
+const Direct = "direct"
+
+// ParseProxy reads a proxy setting (N4): "" (follow the environment, nil),
+// Direct (nil) or an absolute http://, https://, socks5:// or socks5h://
+// URL with a host. Its error names the value with any password masked.
+func ParseProxy(s string) (*url.URL, error) {
+	if s == "" || s == Direct {
+		return nil, nil
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		shown := s
+		if at := strings.LastIndex(s, "@"); at >= 0 { // Redact cannot mask what does not parse
+			shown = "***" + s[at:]
+		}
+		return nil, fmt.Errorf("proxy: %q is not a URL; want http://, https://, socks5:// or socks5h://HOST:PORT, or %q", shown, Direct)
+	}
+	switch u.Scheme {
+	case "http", "https", "socks5", "socks5h":
+	default:
+		return nil, fmt.Errorf("proxy: %q is not an http://, https://, socks5:// or socks5h:// URL", Redact(s))
+	}
+	if u.Host == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		return nil, fmt.Errorf("proxy: %q is not a proxy address such as %s://HOST:PORT", Redact(s), u.Scheme)
+	}
+	return u, nil
 }

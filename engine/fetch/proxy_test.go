@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -178,8 +179,10 @@ func clearProxyEnv(t *testing.T) {
 // fetcher builds a Fetcher now, so that it reads the environment as the
 // test set it, trusting the TLS origin and resolving proxyHost itself when
 // it dials directly.
-func (p *proxyEnv) fetcher(t *testing.T) *env {
-	e := newEnv(t, nil)
+func (p *proxyEnv) fetcher(t *testing.T) *env { return p.fetcherWith(t, nil) }
+
+func (p *proxyEnv) fetcherWith(t *testing.T, mod func(*Config)) *env {
+	e := newEnv(t, mod)
 	pool := x509.NewCertPool()
 	pool.AddCert(p.originTLS.Certificate())
 	for _, tr := range []*http.Transport{e.f.owned, e.f.fresh.Transport.(*http.Transport)} {
@@ -249,4 +252,63 @@ func TestProxy_N4_ReadPerTransport(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, second)
 	assert.Equal(t, "socks5://127.0.0.1:1080", second.String())
+}
+
+// A proxy set for a host overrides the environment; "direct" ignores it.
+func TestProxy_N4_SetForHost(t *testing.T) {
+	p := newProxyEnv(t)
+	clearProxyEnv(t)
+	t.Setenv("ALL_PROXY", p.socksProxy)
+	set := map[string]string{}
+	env := p.fetcherWith(t, func(c *Config) {
+		c.ProxyFor = func(u *url.URL) (*url.URL, bool) {
+			s, ok := set[u.Hostname()]
+			if !ok {
+				return nil, false
+			}
+			pu, err := ParseProxy(s)
+			require.NoError(t, err)
+			return pu, true
+		}
+	})
+	for _, tc := range []struct {
+		name, setting string
+		want          [2]int64 // via the HTTP proxy, via SOCKS5
+	}{
+		{"unset: the environment's ALL_PROXY", "", [2]int64{0, 1}},
+		{"an http proxy for the host", p.httpProxy, [2]int64{1, 0}},
+		{"direct", Direct, [2]int64{0, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			delete(set, proxyHost)
+			if tc.setting != "" {
+				set[proxyHost] = tc.setting
+			}
+			viaHTTP, viaSocks := p.viaHTTP.Load(), p.viaSocks.Load()
+			env.f.owned.CloseIdleConnections()
+			g := env.do("https://"+proxyHost+"/f.txt", nil)
+			require.NoError(t, g.Err)
+			assert.Equal(t, 200, g.Status)
+			assert.Equal(t, tc.want, [2]int64{p.viaHTTP.Load() - viaHTTP, p.viaSocks.Load() - viaSocks})
+		})
+	}
+}
+
+func TestProxy_N4_BadSetting(t *testing.T) {
+	for _, tc := range []struct{ in, err string }{
+		{"ftp://proxy.example:21", `proxy: "ftp://proxy.example:21" is not an http://, https://, socks5:// or socks5h:// URL`},
+		{"proxy.example:8080", `is not an http://`},
+		{"http://", `proxy: "http://" is not a proxy address such as http://HOST:PORT`},
+		{"http://u:s3cret@proxy.example:8080/x", `"http://u:***@proxy.example:8080/x"`},
+		{"socks5://u:s3cret@%zz", `proxy: "***@%zz" is not a URL`},
+	} {
+		_, err := ParseProxy(tc.in)
+		require.Error(t, err, tc.in)
+		assert.Contains(t, err.Error(), tc.err)
+		assert.NotContains(t, err.Error(), "s3cret", "the password is never shown")
+	}
+	for _, ok := range []string{"", Direct, "http://proxy.example:3128", "https://u:p@proxy.example", "socks5://127.0.0.1:1080", "socks5h://proxy.example:1080/"} {
+		_, err := ParseProxy(ok)
+		assert.NoError(t, err, ok)
+	}
 }
