@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"heed/engine"
+	"heed/engine/fetch"
 )
 
 type hostOpts struct {
@@ -129,7 +130,7 @@ func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) i
 	}
 	hs, eff := eng.HostState(host)
 	l := newHostLine(hs)
-	l.Effective = &eff
+	l.Effective = redacted(&eff)
 	rf, ok, err := db.Robots(ctx, host)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
@@ -169,6 +170,9 @@ func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) i
 		own, t.RatePerMin, t.Burst, t.MaxInflight, shortDuration(t.JitterMin), shortDuration(t.JitterMax),
 		shortDuration(t.BackoffBase), shortDuration(t.BackoffMax), t.FailureThreshold, shortDuration(t.RecoveryTimeout),
 		t.Retry.MaxAttempts, t.Retry.Strategy)
+	if t.Proxy != "" {
+		fmt.Fprintf(env.Stdout, "proxy         %s\n", fetch.Redact(t.Proxy))
+	}
 	if r := robotsColumn(*l); r != "" {
 		fmt.Fprintf(env.Stdout, "robots        %s\n", r)
 	}

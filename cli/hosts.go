@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"heed/engine"
+	"heed/engine/fetch"
 )
 
 func newHostsCmd(env Env, c *common) *cobra.Command {
@@ -74,7 +75,7 @@ type hostLine struct {
 func newHostLine(s engine.HostState) *hostLine {
 	l := &hostLine{Host: s.Host, Paused: s.Paused, PauseReason: s.PauseReason, Level: s.Level,
 		Breaker: s.Breaker.String(), Failures: s.Failures, LastStatus: s.LastStatus, Own: s.Tunables != nil,
-		Tunables: s.Tunables, Jobs: map[string]int64{}}
+		Tunables: redacted(s.Tunables), Jobs: map[string]int64{}}
 	l.setJobs(s.Counts)
 	l.CrawlDelayMS = s.CrawlDelay.Milliseconds()
 	if s.Owner != "" && !s.LeaseUntil.IsZero() {
@@ -264,4 +265,14 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 	}
 	tw.Flush()
 	return ExitOK
+}
+
+// redacted is t with its proxy's password masked, for output (N4).
+func redacted(t *engine.Tunables) *engine.Tunables {
+	if t == nil || t.Proxy == "" {
+		return t
+	}
+	c := *t
+	c.Proxy = fetch.Redact(c.Proxy)
+	return &c
 }

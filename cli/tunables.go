@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"heed/engine"
+	"heed/engine/fetch"
 )
 
 // tunableFlags binds the politeness flags of SPEC §9 to a Tunables value.
@@ -33,6 +34,7 @@ type tunableFlags struct {
 	retry                      strategyValue
 	retryBase, retryMax        durationValue
 	retryJitter, noRetryJitter bool
+	proxy                      string
 }
 
 // politeGroup is the annotation that puts a flag in the help's
@@ -42,7 +44,7 @@ const politeGroup = "politeness"
 // tunableNames are the politeness flags, in the order help lists them.
 var tunableNames = []string{"rate", "burst", "max-inflight", "jitter", "backoff-base", "backoff-max",
 	"decay-after", "max-retry-after", "throttle-statuses", "breaker-threshold", "breaker-timeout",
-	"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter"}
+	"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter", "proxy"}
 
 // registerTunables adds the politeness flags to fs. With showDefaults their
 // help shows Heed's defaults (heed get, where they are the defaults of every
@@ -82,6 +84,7 @@ func registerTunables(fs *pflag.FlagSet, showDefaults bool) *tunableFlags {
 	fs.Var(&t.retryMax, "retry-max", "the longest wait between tries; 0 for no limit")
 	fs.BoolVar(&t.retryJitter, "retry-jitter", t.retryJitter, "randomize the waits between tries")
 	fs.BoolVar(&t.noRetryJitter, "no-retry-jitter", false, "do not randomize the waits between tries")
+	fs.StringVar(&t.proxy, "proxy", "", `the proxy for a host: http://, https://, socks5:// or socks5h://HOST:PORT, "direct" for none, "" for HTTP_PROXY/HTTPS_PROXY/ALL_PROXY/NO_PROXY`)
 	for _, name := range tunableNames {
 		f := fs.Lookup(name)
 		if !showDefaults {
@@ -156,6 +159,12 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 	}
 	if set("no-retry-jitter") && t.noRetryJitter {
 		out.Retry.Jitter = false
+	}
+	if set("proxy") {
+		if _, err := fetch.ParseProxy(t.proxy); err != nil {
+			return base, errors.New("--" + err.Error()) // said here: flagNames would rewrite "proxy:" inside the value
+		}
+		out.Proxy = t.proxy
 	}
 	out = out.Normalize()
 	if err := out.Validate(); err != nil {
