@@ -309,7 +309,10 @@ func runLogged(rn bench.Runner, cmd *exec.Cmd, logFile string, limit time.Durati
 	}
 	m, err = ch.Interrupt()
 	code = ch.ExitCode()
-	if err != nil && code != 1 && code != 8 { // heed: a job failed; wget2: a server answered an error
+	// heed: a job failed; wget2: a server answered an error. A run the
+	// driver stopped may end any way (wget2 1.99.1 aborted on
+	// being stopped, 134): its exit status is in the report.
+	if err != nil && !stopped && code != 1 && code != 8 {
 		b, _ := os.ReadFile(logFile)
 		return m, started, code, stopped, fmt.Errorf("%v: %s", err, b[max(0, len(b)-2000):])
 	}
@@ -557,7 +560,8 @@ func (r *report) crawlSection(b *strings.Builder, c *crawlResult) {
 	}
 	p("\n")
 	p("(\"Longest second without a request\" is the longest time in which no host of the site got a request: a stall\n")
-	p("shows there. Exit 1 from heed and 8 from wget2 are the site's 404s.)\n\n")
+	p("shows there. Exit 1 from heed and 8 from wget2 are the site's 404s; a run the driver stopped exits as it\n")
+	p("may — 130 for SIGINT, 134 when wget2 aborts on being stopped, as 1.99.1 did here — and what it fetched until then is counted.)\n\n")
 	for _, run := range c.Runs {
 		if run.Crawl == nil {
 			continue
