@@ -93,11 +93,11 @@ type DB struct {
 	lease  time.Duration // a lease's length
 
 	mu      sync.Mutex
-	pending []func(pgx.Tx) error // the next background batch
-	waiters []chan error         // Flush calls waiting for the batch after it
-	errs    []error              // background failures not yet reported by Flush
-	batch   chan struct{}        // closed when the batch being committed is; nil when none is
-	closed  bool                 // Close has begun: writes fail
+	pending []stmt        // the next background batch
+	waiters []chan error  // Flush calls waiting for the batch after it
+	errs    []error       // background failures not yet reported by Flush
+	batch   chan struct{} // closed when the batch being committed is; nil when none is
+	closed  bool          // Close has begun: writes fail
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
@@ -265,8 +265,15 @@ func (db *DB) Close() error {
 	return err
 }
 
+// stmt is a queued write: one statement and its arguments.
+type stmt struct {
+	sql  string
+	args []any
+}
+
 // queue adds a write to the next background batch.
-func (db *DB) queue(f func(pgx.Tx) error) error {
+func (db *DB) queue(sql string, args []any) error {
+	f := stmt{sql, args}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -365,22 +372,33 @@ func (db *DB) Flush(ctx context.Context) error {
 	}
 }
 
-// all runs the queued writes ops in tx, in order.
-func all(tx pgx.Tx, ops []func(pgx.Tx) error) error {
-	for _, op := range ops {
-		if err := op(tx); err != nil {
-			return err
-		}
+// execStmt runs the statement sql with args in tx.
+func execStmt(ctx context.Context, tx pgx.Tx, sql string, args []any) error {
+	_, err := tx.Exec(ctx, sql, args...)
+	return err
+}
+
+// all runs the queued writes ops in tx, in order, sent together: one round trip for the lot,
+// so that a batch holds the rows it writes (hosts' among them) for as short a time as it can.
+func all(tx pgx.Tx, ops []stmt) error {
+	if len(ops) == 0 {
+		return nil
 	}
-	return nil
+	b := &pgx.Batch{}
+	for _, op := range ops {
+		b.Queue(op.sql, op.args...)
+	}
+	return tx.SendBatch(context.Background(), b).Close()
 }
 
 // oneByOne commits each of ops in a transaction of its own, after they failed together, so that
 // one bad write does not lose the others; the errors wait for Flush.
-func (db *DB) oneByOne(ops []func(pgx.Tx) error) {
+func (db *DB) oneByOne(ops []stmt) {
 	var errs []error
 	for _, op := range ops {
-		if err := db.run(context.Background(), op); err != nil {
+		if err := db.run(context.Background(), func(tx pgx.Tx) error {
+			return execStmt(context.Background(), tx, op.sql, op.args)
+		}); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -45,10 +45,11 @@ func (db *DB) SaveHost(h engine.HostState) error {
 	if err != nil {
 		return err
 	}
-	return db.queue(func(tx pgx.Tx) error { return db.saveHost(context.Background(), tx, h.Host, args) })
+	return db.queue(db.saveHost(h.Host, args))
 }
 
-func (db *DB) saveHost(ctx context.Context, tx pgx.Tx, host string, args []any) error {
+// saveHost is the statement that writes host's state args, and its arguments.
+func (db *DB) saveHost(host string, args []any) (string, []any) {
 	set := ""
 	for i, c := range splitCols(hostStateCols) {
 		if i > 0 {
@@ -57,17 +58,15 @@ func (db *DB) saveHost(ctx context.Context, tx pgx.Tx, host string, args []any) 
 		set += fmt.Sprintf("%s = $%d", c, i+2)
 	}
 	if db.member {
-		_, err := tx.Exec(ctx, `UPDATE hosts SET `+set+fmt.Sprintf(` WHERE host = $1 AND lease_owner = $%d
-			AND commands = commands_seen`, len(args)+2), append(append([]any{host}, args...), db.token)...)
-		return err
+		return `UPDATE hosts SET ` + set + fmt.Sprintf(` WHERE host = $1 AND lease_owner = $%d
+			AND commands = commands_seen`, len(args)+2), append(append([]any{host}, args...), db.token)
 	}
 	vals := "$1"
 	for i := range args {
 		vals += fmt.Sprintf(", $%d", i+2)
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO hosts (host, `+hostStateCols+`) VALUES (`+vals+`)
-		ON CONFLICT (host) DO UPDATE SET `+set, append([]any{host}, args...)...)
-	return err
+	return `INSERT INTO hosts (host, ` + hostStateCols + `) VALUES (` + vals + `)
+		ON CONFLICT (host) DO UPDATE SET ` + set, append([]any{host}, args...)
 }
 
 // AppendEvent adds an event to the host's timeline with the next batch. A zero At means now.
@@ -75,11 +74,8 @@ func (db *DB) AppendEvent(e engine.Event) error {
 	if e.At.IsZero() {
 		e.At = now()
 	}
-	return db.queue(func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO host_events (host, at, kind, detail) VALUES ($1, $2, $3, $4)`,
-			e.Host, nanos(e.At), e.Kind.String(), e.Detail)
-		return err
-	})
+	return db.queue(`INSERT INTO host_events (host, at, kind, detail) VALUES ($1, $2, $3, $4)`,
+		[]any{e.Host, nanos(e.At), e.Kind.String(), e.Detail})
 }
 
 // hostCols are the columns scanHost reads.
@@ -224,13 +220,10 @@ func (db *DB) SaveRobots(r engine.RobotsFile) error {
 	if body == nil {
 		body = []byte{}
 	}
-	return db.queue(func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO robots (host, fetched_at, status, body, error)
-			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (host) DO UPDATE SET fetched_at = excluded.fetched_at,
-			status = excluded.status, body = excluded.body, error = excluded.error`,
-			r.Host, nanos(r.Fetched), r.Status, body, r.Error)
-		return err
-	})
+	return db.queue(`INSERT INTO robots (host, fetched_at, status, body, error)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (host) DO UPDATE SET fetched_at = excluded.fetched_at,
+		status = excluded.status, body = excluded.body, error = excluded.error`,
+		[]any{r.Host, nanos(r.Fetched), r.Status, body, r.Error})
 }
 
 // splitCols splits a comma-separated column list.

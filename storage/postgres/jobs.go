@@ -395,7 +395,8 @@ func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, er
 		}
 		if tag.RowsAffected() == 1 {
 			if end.Attempt != nil {
-				if err := insertAttempt(ctx, tx, *end.Attempt); err != nil {
+				sql, args := insertAttempt(*end.Attempt)
+				if err := execStmt(ctx, tx, sql, args); err != nil {
 					return err
 				}
 			}
@@ -407,7 +408,8 @@ func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, er
 			return nil // another worker runs its host: nothing of this attempt is kept
 		}
 		if end.Attempt != nil {
-			if err := insertAttempt(ctx, tx, *end.Attempt); err != nil {
+			sql, args := insertAttempt(*end.Attempt)
+			if err := execStmt(ctx, tx, sql, args); err != nil {
 				return err
 			}
 		}
@@ -447,20 +449,14 @@ func (db *DB) Unnamed(ctx context.Context) ([]engine.Job, error) {
 
 // Named records, with the next batch, that a done job's part has its final name.
 func (db *DB) Named(id int64) error {
-	return db.queue(func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `UPDATE jobs SET part = '' WHERE id = $1 AND state = 'done'`, id)
-		return err
-	})
+	return db.queue(`UPDATE jobs SET part = '' WHERE id = $1 AND state = 'done'`, []any{id})
 }
 
 // Note records, with the next batch, where an active job's bytes go as its body starts (F5).
 func (db *DB) Note(id int64, r engine.Resume) error {
-	return db.queue(func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `UPDATE jobs SET part = $2, bytes = $3, size = $4, etag = $5,
-			last_modified = $6, name = $7 WHERE id = $1 AND state = 'active'`+db.fence(8)+orNothing(db.member, 8),
-			id, r.Part, r.Bytes, r.Size, r.ETag, r.LastModified, r.Name, db.token)
-		return err
-	})
+	return db.queue(`UPDATE jobs SET part = $2, bytes = $3, size = $4, etag = $5,
+		last_modified = $6, name = $7 WHERE id = $1 AND state = 'active'`+db.fence(8)+orNothing(db.member, 8),
+		[]any{id, r.Part, r.Bytes, r.Size, r.ETag, r.LastModified, r.Name, db.token})
 }
 
 // Job returns the job with id, or ErrNotFound.
@@ -526,16 +522,16 @@ func (db *DB) jobs(ctx context.Context, query string, args ...any) ([]engine.Job
 
 // RecordAttempt adds an attempt to history with the next batch (S3, S5).
 func (db *DB) RecordAttempt(a engine.Attempt) error {
-	return db.queue(func(tx pgx.Tx) error { return insertAttempt(context.Background(), tx, a) })
+	return db.queue(insertAttempt(a))
 }
 
-func insertAttempt(ctx context.Context, tx pgx.Tx, a engine.Attempt) error {
-	_, err := tx.Exec(ctx, `INSERT INTO attempts (job_id, url, host, attempt, throttled, started_at, duration_ns,
+// insertAttempt is the statement that adds a's history row, and its arguments.
+func insertAttempt(a engine.Attempt) (string, []any) {
+	return `INSERT INTO attempts (job_id, url, host, attempt, throttled, started_at, duration_ns,
 		status, outcome, bytes, error, retry_after_ms, backoff_level, breaker_state)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		a.JobID, a.URL, a.Host, a.Attempt, a.Throttled, nanos(a.StartedAt), int64(a.Duration), a.Status, a.Outcome,
-		a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.Level, a.Breaker.String())
-	return err
+		[]any{a.JobID, a.URL, a.Host, a.Attempt, a.Throttled, nanos(a.StartedAt), int64(a.Duration), a.Status, a.Outcome,
+			a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.Level, a.Breaker.String()}
 }
 
 const attemptCols = `id, job_id, url, host, attempt, throttled, started_at, duration_ns, status, outcome, bytes,
