@@ -31,6 +31,9 @@ type env struct {
 	dl      string
 	outside string
 	f       *Fetcher
+
+	mu    sync.Mutex
+	parts map[string]bool // part names handed out, as the engine reserves them for their attempts
 }
 
 const outsideSentinel = "do-not-touch"
@@ -83,7 +86,13 @@ func (e *env) doReq(ctx context.Context, req Request, progress func(int64)) got 
 		if user == nil {
 			user = req.URL
 		}
-		req.Part = e.f.PartFor(user, nil)
+		e.mu.Lock()
+		if e.parts == nil {
+			e.parts = map[string]bool{}
+		}
+		req.Part = e.f.PartFor(user, func(n string) bool { return e.parts[n] })
+		e.parts[req.Part] = true
+		e.mu.Unlock()
 	}
 	return e.finish(e.f.Do(ctx, req, progress))
 }
