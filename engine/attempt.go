@@ -32,6 +32,7 @@ func (e *Engine) attempt(ctx context.Context, d Dispatch) {
 	if !ok {
 		return
 	}
+	e.core.Sent(d, time.Now())
 	at := &try{e: e, job: job, d: d, a: a, ctx: jctx}
 	defer func() {
 		e.unclaim(job, a)

@@ -446,6 +446,28 @@ func (c *Core) acquire(h *host, now time.Time, nowM int64, hop bool) Dispatch {
 	return d
 }
 
+// Sent tells the core that the request of dispatch d goes out at at, its
+// start committed (J3). A host with a bucket of one then waits a whole
+// interval from this send, not from the dispatch: a start that was slow to
+// commit does not bring its request closer to the next one than the rate
+// allows, as the server sees them (G2). With a larger bucket, the burst the
+// rate allows already covers such a delay.
+func (c *Core) Sent(d Dispatch, at time.Time) {
+	c.mu.Lock()
+	defer c.unlock()
+	h := c.byKey[d.Host]
+	if h == nil || h.lim.Burst() >= 2 || h.lim.Limit() <= 0 || h.lim.Limit() == rate.Inf {
+		return
+	}
+	nowM := c.mono(at)
+	floor := addMono(nowM, time.Duration(float64(time.Second)/float64(h.lim.Limit())))
+	if floor > h.spaceUntil {
+		h.spaceUntil = floor
+		c.markDirty(h)
+		c.place(h, at, nowM)
+	}
+}
+
 // TakeToken charges one more request to host d's bucket if a token is
 // there at now, and reports whether it was: a request the transport would
 // send again on a fresh connection, after the server dropped a kept-alive
