@@ -2,11 +2,8 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"heed/engine"
 )
 
 type exportOpts struct {
@@ -41,22 +38,7 @@ It reads the database as it stands, also while another Heed runs on it.`,
 	return cmd
 }
 
+// runExport is heed jobs --json: the same lines, which heed import reads back.
 func runExport(ctx context.Context, env Env, c *common, o *exportOpts) int {
-	if o.state != "" && !engine.JobState(o.state).Valid() {
-		return usageErr(env, "--state: %q is not a job state (%s)", o.state, states())
-	}
-	host := o.host
-	if code := hostFilter(env, &host); code != ExitOK {
-		return code
-	}
-	db, code := openExisting(env, c)
-	if code != ExitOK {
-		return code
-	}
-	defer db.Close()
-	if err := engine.WriteJobsJSON(ctx, env.Stdout, db, engine.JobQuery{State: engine.JobState(o.state), Host: host}); err != nil {
-		fmt.Fprintf(env.Stderr, "heed: %v\n", err)
-		return ExitUnusable
-	}
-	return ExitOK
+	return runJobs(ctx, env, c, &jobsOpts{json: true, state: o.state, host: o.host})
 }
