@@ -82,6 +82,10 @@ type Engine struct {
 	// disk, a database gone read-only): a transition Heed cannot persist
 	// must not be acted on (J3), so Run stops dispatching and returns it.
 	broken atomic.Pointer[error]
+	// persistMu makes a drain of the dirty hosts and the saves it queues one
+	// step: a command that finds nothing dirty because the run loop took the
+	// host first still flushes that host's save (G9).
+	persistMu sync.Mutex
 
 	fleet     *fleetState // nil on a store of one machine's
 	fleetStop func()      // ends the fleet loop of a run
@@ -298,6 +302,8 @@ func (e *Engine) onEvent(ev Event) {
 
 // persistHosts writes the hosts whose politeness state changed (G10, B6).
 func (e *Engine) persistHosts() {
+	e.persistMu.Lock()
+	defer e.persistMu.Unlock()
 	for _, h := range e.core.DirtyHosts() {
 		if s, ok := e.core.ExportHost(h); ok {
 			if err := e.store.SaveHost(s); err != nil {
