@@ -131,6 +131,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
 	rand.Read(rnd[:])
 	db.token = db.worker + "/" + hex.EncodeToString(rnd[:])
 	cfg.MaxConns = max(cfg.MaxConns, 16)
+	if cfg.ConnConfig.RuntimeParams == nil {
+		cfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = db.appName()
 	if db.tracer != nil {
 		cfg.ConnConfig.Tracer = db.tracer
 	}
@@ -230,6 +234,9 @@ func (db *DB) migrate(ctx context.Context) error {
 // worker's; those of a lease that ran out are queued again here or by the Claim that takes the
 // host, whichever comes first.
 func (db *DB) recover(ctx context.Context) error {
+	if !db.member {
+		db.settle(ctx) // a member's jobs are fenced by its leases: a late start of a dead one's is its lease's
+	}
 	t := nanos(now())
 	return db.retry(func() error {
 		tag, err := db.pool.Exec(ctx, `UPDATE jobs SET state = 'queued', attempts = greatest(attempts - 1, 0),
@@ -240,6 +247,33 @@ func (db *DB) recover(ctx context.Context) error {
 		return err
 	})
 }
+
+// settleFor bounds how long Open waits for the connections of a Heed that just died to go.
+const settleFor = 3 * time.Second
+
+// settle waits, at most settleFor, until no other Heed's connection to this database has a
+// statement running or a transaction open, twice in a row. A Heed killed a moment ago may have
+// statements on their way in its connections, which the server runs, COMMIT included, before it
+// sees them closed: a start committed after the queue-again of recover would leave a job active
+// that nothing runs (S2). A connection idle has nothing left to run.
+func (db *DB) settle(ctx context.Context) {
+	clean := 0
+	for deadline := time.Now().Add(settleFor); clean < 2 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var busy int
+		err := db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND application_name LIKE 'heed/%' AND application_name <> $1 AND state <> 'idle'`, db.appName()).Scan(&busy)
+		if err != nil {
+			return
+		}
+		if clean++; busy > 0 {
+			clean = 0
+		}
+	}
+}
+
+// appName is the application_name of this process's connections: "heed/" and the random part of
+// its token, so that one Heed tells its own connections from another's.
+func (db *DB) appName() string { return "heed/" + db.token[strings.LastIndex(db.token, "/")+1:] }
 
 // Recovered returns how many jobs Open found left active by a crash and queued again.
 func (db *DB) Recovered() int64 { return db.recovered }
