@@ -166,6 +166,7 @@ func (t *try) run() {
 	}
 	pieces := 0 // short ranges in a row (fetch.MoreRanges)
 	for {
+		t.req.Header, t.req.Bandwidth = e.core.HostRequest(t.req.URL)
 		start := time.Now()
 		res := e.fetch.Do(t.ctx, t.req, t.progress)
 		end := time.Now()

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -36,9 +36,7 @@ func (c *Core) SetDefaults(t Tunables) error {
 func (c *Core) Defaults() Tunables {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.defaults.Tunables
-	t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
-	return t
+	return c.defaults.Tunables.clone()
 }
 
 // SetHostTunables gives host its own tunables, live: the very next
@@ -89,9 +87,7 @@ func (c *Core) HostTunables(host string) (Tunables, bool) {
 	if h := c.byKey[host]; h != nil {
 		t, own = h.tun, h.own != nil
 	}
-	r := t.Tunables
-	r.ThrottleStatuses = slices.Clone(r.ThrottleStatuses)
-	return r, own
+	return t.Tunables.clone(), own
 }
 
 // HostProxy is the proxy set for the host of u (N4), for the fetcher's
@@ -111,6 +107,22 @@ func (c *Core) HostProxy(u *url.URL) (proxy *url.URL, ok bool) {
 		return nil, false
 	}
 	return t.proxy, true
+}
+
+// HostRequest is what a request to the host of u carries beside Heed's
+// own: the host's extra headers and its bandwidth cap (nil for none).
+func (c *Core) HostRequest(u *url.URL) (http.Header, *rate.Limiter) {
+	key, err := HostKeyOf(u)
+	if err != nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.byKey[key]
+	if h == nil {
+		return c.defaults.header, nil
+	}
+	return h.tun.header, h.bw
 }
 
 func (c *Core) pauseLocked(h *host, reason string, nowM int64) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sort"
 	"sync"
@@ -272,7 +271,7 @@ func (e *Engine) SetBandwidth(bps int64) {
 		e.bw.SetLimit(rate.Inf)
 		return
 	}
-	e.bw.SetBurst(int(max(min(bps/10, math.MaxInt32), 64<<10))) // a tenth of a second, at least one read
+	e.bw.SetBurst(bandwidthBurst(bps))
 	e.bw.SetLimit(rate.Limit(bps))
 }
 

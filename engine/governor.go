@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -26,12 +27,15 @@ type tunables struct {
 	Tunables
 	throttle throttleSet
 	limit    rate.Limit // tokens per second
-	proxy    *url.URL   // Proxy parsed; nil for the environment or direct
+	proxy    *url.URL    // Proxy parsed; nil for the environment or direct
+	header   http.Header // Headers parsed; shared by every request, never changed
 }
 
 func compile(t Tunables) *tunables {
-	proxy, _ := fetch.ParseProxy(t.Proxy) // validated before
-	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60), proxy: proxy}
+	proxy, _ := fetch.ParseProxy(t.Proxy)     // validated before
+	header, _ := fetch.ParseHeaders(t.Headers) // validated before
+	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60),
+		proxy: proxy, header: header}
 }
 
 // host is one host's governor (G1–G11), breaker (B1–B6) and window of
@@ -49,6 +53,7 @@ type host struct {
 	own *tunables // nil: follows the core's defaults
 	tun *tunables // own or the defaults
 	lim *rate.Limiter
+	bw  *rate.Limiter // the host's bandwidth cap; nil until it has one (L2)
 
 	// Governor.
 	level        int    // backoff level 0…MaxLevel (G5)
@@ -180,11 +185,32 @@ func (h *host) due(now time.Time, nowM int64, probeTimeout int64, hop bool) (int
 	return due, why
 }
 
+// capBandwidth sets h's bandwidth cap live: downloads in flight slow down or
+// speed up at their next read. 0 lifts it.
+func (h *host) capBandwidth(bps int64) {
+	switch {
+	case bps <= 0 && h.bw != nil:
+		h.bw.SetLimit(rate.Inf)
+	case bps > 0 && h.bw == nil:
+		h.bw = rate.NewLimiter(rate.Limit(bps), bandwidthBurst(bps))
+	case bps > 0:
+		h.bw.SetBurst(bandwidthBurst(bps))
+		h.bw.SetLimit(rate.Limit(bps))
+	}
+}
+
+// bandwidthBurst is the burst of a bandwidth cap of bps: a tenth of a
+// second, and at least one read.
+func bandwidthBurst(bps int64) int {
+	return int(max(min(bps/10, math.MaxInt32), 64<<10))
+}
+
 // applyTunables points h at t and retunes its bucket at now, so the next
 // dispatch already uses the new rate and burst (G2). A jitter spacing
 // already drawn is clamped into the new [min, max] range.
 func (h *host) applyTunables(t *tunables, now time.Time) {
 	h.tun = t
+	h.capBandwidth(t.BytesPerSec)
 	if h.lim == nil {
 		h.lim = rate.NewLimiter(t.limit, t.Burst)
 		return

@@ -3,12 +3,14 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/time/rate"
 )
 
 func TestGovernor_G1_InflightCapBlocksNobody(t *testing.T) {
@@ -629,4 +631,41 @@ func TestGovernor_G2_Invariant(t *testing.T) {
 			"the new rate applies to the very next dispatch")
 		assert.Less(t, calls, 4*len(starts)+100, "Next is not called in a spin")
 	}
+}
+
+// L2: a host's bandwidth cap is one limiter for all its requests, changed
+// live by a retune (a download in flight slows or speeds at its next read)
+// and lifted, not dropped, when the cap goes back to none; a host without a
+// cap has none, and headers follow the host's tunables.
+func TestCore_L2_HostBandwidthCapLive(t *testing.T) {
+	h := newHarness(t, fast())
+	u, _ := url.Parse("https://capped.example/f.bin")
+	hdr, bw := h.c.HostRequest(u)
+	assert.Nil(t, bw)
+	assert.Nil(t, hdr)
+
+	tun := fast()
+	tun.BytesPerSec = 1 << 20
+	tun.Headers = []string{"X-Team: blue"}
+	require.NoError(t, h.c.SetHostTunables("capped.example", tun))
+	hdr, bw = h.c.HostRequest(u)
+	require.NotNil(t, bw)
+	assert.Equal(t, rate.Limit(1<<20), bw.Limit())
+	assert.Equal(t, "blue", hdr.Get("X-Team"))
+
+	tun.BytesPerSec = 1 << 10
+	require.NoError(t, h.c.SetHostTunables("capped.example", tun))
+	_, again := h.c.HostRequest(u)
+	assert.Same(t, bw, again, "one limiter, retuned in place")
+	assert.Equal(t, rate.Limit(1<<10), bw.Limit())
+
+	h.c.ClearHostTunables("capped.example")
+	hdr, _ = h.c.HostRequest(u)
+	assert.Equal(t, rate.Inf, bw.Limit(), "the cap is lifted for downloads in flight too")
+	assert.Nil(t, hdr)
+
+	tun.Headers = []string{"Range: bytes=0-"}
+	assert.ErrorContains(t, h.c.SetHostTunables("capped.example", tun), "Range")
+	tun.Headers, tun.BytesPerSec = nil, -1
+	assert.ErrorContains(t, h.c.SetHostTunables("capped.example", tun), "bytes_per_sec")
 }

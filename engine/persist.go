@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math"
-	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -106,8 +105,7 @@ func (c *Core) ExportHost(host string) (HostState, bool) {
 		s.QuotaReset, s.QuotaSeen, s.QuotaUntil = toWall(q.resetAt), toWall(q.seenAt), toWall(q.until)
 	}
 	if h.own != nil {
-		t := h.own.Tunables
-		t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
+		t := h.own.Tunables.clone()
 		s.Tunables = &t
 	}
 	return s, true

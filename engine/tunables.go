@@ -44,6 +44,11 @@ import (
 //     NO_PROXY): the proxy the host's requests go through, an http://,
 //     https://, socks5:// or socks5h:// URL, or "direct" for none (N4). Its
 //     password, if any, is shown and logged only masked (fetch.Redact).
+//   - Headers (none): extra request headers, each "Name: value"
+//     (fetch.ParseHeaders); one that may hold a secret is shown and logged
+//     only masked (fetch.RedactHeader).
+//   - BytesPerSec (0: no cap; 0…1 TiB): the host's downloads together get at
+//     most this many bytes a second, beside the global cap (L2).
 type Tunables struct {
 	RatePerMin       float64       `json:"rate_per_min"`
 	Burst            int           `json:"burst"`
@@ -60,6 +65,8 @@ type Tunables struct {
 	RecoveryTimeout  time.Duration `json:"recovery_timeout"`
 	Retry            RetryPolicy   `json:"retry"`
 	Proxy            string        `json:"proxy,omitempty"`
+	Headers          []string      `json:"headers,omitempty"`
+	BytesPerSec      int64         `json:"bytes_per_sec,omitempty"`
 }
 
 // Bounds of the tunables (SPEC §2–§4).
@@ -79,6 +86,7 @@ const (
 	MinRecoveryTimeout   = time.Millisecond
 	MaxRecoveryTimeout   = 86400000 * time.Millisecond
 	MaxRetryAttempts     = 255
+	MaxBytesPerSec       = 1 << 40
 )
 
 // DefaultTunables returns the defaults of SPEC §2–§4: 60 requests a minute,
@@ -118,6 +126,14 @@ func (t Tunables) Normalize() Tunables {
 		t.MaxCrawlDelay = DefaultMaxCrawlDelay
 	}
 	t.ThrottleStatuses = slices.Compact(slices.Sorted(slices.Values(t.ThrottleStatuses)))
+	t.Headers = slices.Clone(t.Headers)
+	return t
+}
+
+// clone returns t sharing no memory with it.
+func (t Tunables) clone() Tunables {
+	t.ThrottleStatuses = slices.Clone(t.ThrottleStatuses)
+	t.Headers = slices.Clone(t.Headers)
 	return t
 }
 
@@ -171,6 +187,12 @@ func (t Tunables) Validate() error {
 	}
 	if _, err := fetch.ParseProxy(t.Proxy); err != nil {
 		return err
+	}
+	if _, err := fetch.ParseHeaders(t.Headers); err != nil {
+		return err
+	}
+	if t.BytesPerSec < 0 || t.BytesPerSec > MaxBytesPerSec {
+		return fmt.Errorf("bytes_per_sec: %d is out of range 0…%d", t.BytesPerSec, int64(MaxBytesPerSec))
 	}
 	return t.Retry.Validate()
 }
@@ -239,10 +261,32 @@ func retuned(was, now Tunables) string {
 	diff("retry max", was.Retry.Max, now.Retry.Max)
 	diff("retry jitter", was.Retry.Jitter, now.Retry.Jitter)
 	diff("proxy", proxyWords(was.Proxy), proxyWords(now.Proxy))
+	diff("headers", headerWords(was.Headers), headerWords(now.Headers))
+	diff("bandwidth", bandwidthWords(was.BytesPerSec), bandwidthWords(now.BytesPerSec))
 	if len(out) == 0 {
 		return fmt.Sprintf("own settings, as before: rate %g/min, burst %d, in flight %d", now.RatePerMin, now.Burst, now.MaxInflight)
 	}
 	return strings.Join(out, ", ")
+}
+
+// headerWords are extra headers as the timeline shows them, secrets masked.
+func headerWords(h []string) string {
+	if len(h) == 0 {
+		return "none"
+	}
+	shown := make([]string, len(h))
+	for i, line := range h {
+		shown[i] = fetch.RedactHeader(line)
+	}
+	return "[" + strings.Join(shown, "; ") + "]"
+}
+
+// bandwidthWords is a host's bandwidth cap in words.
+func bandwidthWords(bps int64) string {
+	if bps == 0 {
+		return "no cap"
+	}
+	return strconv.FormatInt(bps, 10) + " B/s"
 }
 
 // proxyWords is a proxy setting as the timeline shows it, without its

@@ -260,8 +260,8 @@ func (a *exchange) stream(body io.Reader, total, upto int64) {
 	buf := make([]byte, bufferFor(total))
 	for {
 		n := len(buf)
-		if a.capped() {
-			if b := a.f.bw.Burst(); b > 0 && b < n {
+		for _, l := range a.caps() {
+			if b := l.Burst(); b > 0 && b < n {
 				n = b
 			}
 		}
@@ -307,10 +307,17 @@ func bufferFor(total int64) int {
 	return 32 << 10
 }
 
-// capped reports whether a bandwidth cap applies now: a limiter at
-// rate.Inf (the owner lifted the cap) limits nothing, whatever its burst.
-func (a *exchange) capped() bool {
-	return a.f.bw != nil && a.f.bw.Limit() != rate.Inf
+// caps are the bandwidth caps that apply now: the global one and the
+// host's (L2). A limiter at rate.Inf (its owner lifted the cap) limits
+// nothing, whatever its burst.
+func (a *exchange) caps() []*rate.Limiter {
+	var ls []*rate.Limiter
+	for _, l := range [...]*rate.Limiter{a.f.bw, a.req.Bandwidth} {
+		if l != nil && l.Limit() != rate.Inf {
+			ls = append(ls, l)
+		}
+	}
+	return ls
 }
 
 // write appends p to the part, enforcing the size cap, the free-space budget
@@ -333,10 +340,10 @@ func (a *exchange) write(p []byte, budget int64) bool {
 		a.fail(Disk, false, fmt.Errorf("not enough free space: stopped at %d bytes", a.have))
 		return false
 	}
-	if a.capped() {
+	for _, l := range a.caps() {
 		for rest := len(p); rest > 0; {
-			k := min(rest, max(a.f.bw.Burst(), 1))
-			if err := a.f.bw.WaitN(a.ctx, k); err != nil {
+			k := min(rest, max(l.Burst(), 1))
+			if err := l.WaitN(a.ctx, k); err != nil {
 				a.failErr(err, true)
 				return false
 			}

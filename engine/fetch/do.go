@@ -216,6 +216,14 @@ func (a *exchange) sendOn(client *http.Client) (*http.Response, *sent, error) {
 		Header: http.Header{"User-Agent": a.f.ua, "Accept-Encoding": identity},
 		Body:   noRetry{},
 	}).WithContext(httptrace.WithClientTrace(a.ctx, trace))
+	for name, values := range a.req.Header {
+		hreq.Header[name] = values
+	}
+	if a.f.netrc != nil && u.Scheme == "https" && u.User == nil && hreq.Header.Get("Authorization") == "" {
+		if login, password, ok := a.f.netrc.For(u.Hostname()); ok {
+			hreq.SetBasicAuth(login, password)
+		}
+	}
 	if a.resuming() {
 		hreq.Header.Set("Range", "bytes="+strconv.FormatInt(a.have, 10)+"-")
 		hreq.Header.Set("If-Range", ifRange(a.req.ETag, a.req.LastModified))

@@ -74,6 +74,13 @@ const MaxURLBytes = 8 << 10
 //     Its owner may change its limit and burst at any time; the burst must
 //     stay ≥ 1 while the limit is finite. Time spent waiting for it does not
 //     count towards the idle timeout.
+//   - Cookies, when not nil, is the cookie jar every request takes its
+//     cookies from and every response's Set-Cookie goes into (ReadCookies).
+//   - Netrc, when not nil, gives the login sent as Basic authorization to
+//     a host it names (or to any, by its default entry): only over https,
+//     so a password never crosses the network in the clear, and only when
+//     the request has no Authorization of its own (an extra header, or the
+//     URL's user:password).
 //   - Keep lists files that are never written, whatever name a server gives
 //     its file: Heed's database and the files SQLite keeps beside it. Those
 //     in Dir are never taken as a part or final name (compared without
@@ -96,6 +103,8 @@ type Config struct {
 	ProxyFor  func(u *url.URL) (proxy *url.URL, ok bool)
 	FreeSpace func() (int64, error)
 	Bandwidth *rate.Limiter
+	Cookies   http.CookieJar
+	Netrc     *Netrc
 	Keep      []string
 }
 
@@ -134,6 +143,11 @@ const (
 // one without answering: it must charge that request to the host's bucket
 // and report whether it may go (G40). Without it, no request is sent twice.
 //
+// Header holds extra headers for this hop's host (ParseHeaders): they are
+// sent beside Heed's, and a User-Agent among them replaces Heed's. Bandwidth,
+// when not nil, caps this hop's host in bytes per second, beside the global
+// cap (L2); its owner may change its limit as Config.Bandwidth's.
+//
 // Digest, when the previous exchange of the same attempt ended MoreRanges,
 // is its Result's Digest: the SHA-256 state of the part so far, so that
 // asking for the rest does not read the whole part again.
@@ -149,6 +163,8 @@ type Request struct {
 	Hop          int
 	Started      func(Result)
 	Resend       func() bool
+	Header       http.Header
+	Bandwidth    *rate.Limiter
 	Digest       *Digest
 }
 
@@ -255,6 +271,7 @@ type Fetcher struct {
 	idle      time.Duration
 	freeSpace func() (int64, error)
 	bw        *rate.Limiter
+	netrc     *Netrc
 	keep      map[string]bool // lower-case names in the folder never taken (Config.Keep)
 
 	hintMu sync.Mutex
@@ -300,6 +317,7 @@ func New(cfg Config) (*Fetcher, error) {
 		idle:      orDefault(cfg.IdleTimeout, DefaultIdleTimeout),
 		freeSpace: cfg.FreeSpace,
 		bw:        cfg.Bandwidth,
+		netrc:     cfg.Netrc,
 		keep:      keptNames(dir, cfg.Keep),
 		hints:     map[string]int{},
 	}
@@ -312,17 +330,18 @@ func New(cfg Config) (*Fetcher, error) {
 		tr = f.owned
 		fresh := f.owned.Clone()
 		fresh.DisableKeepAlives = true
-		f.fresh = newClient(fresh)
+		f.fresh = newClient(fresh, cfg.Cookies)
 	}
-	f.client = newClient(tr)
+	f.client = newClient(tr, cfg.Cookies)
 	return f, nil
 }
 
 // newClient sends one hop per request: the engine routes each hop through
 // its host's governor.
-func newClient(tr http.RoundTripper) *http.Client {
+func newClient(tr http.RoundTripper, jar http.CookieJar) *http.Client {
 	return &http.Client{
 		Transport:     tr,
+		Jar:           jar,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
