@@ -26,13 +26,13 @@ const (
 type tunables struct {
 	Tunables
 	throttle throttleSet
-	limit    rate.Limit // tokens per second
+	limit    rate.Limit  // tokens per second
 	proxy    *url.URL    // Proxy parsed; nil for the environment or direct
 	header   http.Header // Headers parsed; shared by every request, never changed
 }
 
 func compile(t Tunables) *tunables {
-	proxy, _ := fetch.ParseProxy(t.Proxy)     // validated before
+	proxy, _ := fetch.ParseProxy(t.Proxy)      // validated before
 	header, _ := fetch.ParseHeaders(t.Headers) // validated before
 	return &tunables{Tunables: t, throttle: makeThrottleSet(t.ThrottleStatuses), limit: rate.Limit(t.RatePerMin / 60),
 		proxy: proxy, header: header}

@@ -243,4 +243,3 @@ func newJar(t *testing.T) http.CookieJar {
 	require.NoError(t, err)
 	return jar
 }
-
