@@ -132,6 +132,11 @@ func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) in
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable
 	}
+	fc, err := cli.RequestConfig(o.Cookies, o.Netrc, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "heed: %v\n", err)
+		return cli.ExitUsage
+	}
 	db, err := cli.OpenDatabase(parent, dbPath, "") // the window on a PostgreSQL queue is one of its workers
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
@@ -148,7 +153,7 @@ func runWindow(parent context.Context, o cli.WindowOptions, stderr io.Writer) in
 	}()
 	feed := ui.NewFeed() // the window's per-host charts see every request through it
 	eng, err := engine.New(ctx, db, engine.Options{Dir: dir, Version: version,
-		SavedLimits: true, OnJob: feed.Job, OnEvent: feed.Event})
+		SavedLimits: true, OnJob: feed.Job, OnEvent: feed.Event, Fetch: fc})
 	if err != nil {
 		fmt.Fprintf(stderr, "heed: %v\n", err)
 		return cli.ExitUnusable

@@ -60,6 +60,10 @@ type Env struct {
 type WindowOptions struct {
 	DB, Dir string
 	URLs    []string
+	// Cookies is a cookies.txt to send cookies from ("" for none); with
+	// Netrc, the logins of ~/.netrc are sent (see RequestConfig).
+	Cookies string
+	Netrc   bool
 	// Labels name hosts in the window beside their address (the demo's
 	// "throttling" for 127.0.0.3:41234), by host key.
 	Labels map[string]string

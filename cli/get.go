@@ -28,6 +28,8 @@ type queueOpts struct {
 	userAgent      string
 	allowDowngrade bool
 	tunables       *tunableFlags
+	request        requestFlags
+	fetch          fetch.Config // what request gives, read by runDefaults
 }
 
 func newGetCmd(env Env, c *common) *cobra.Command {
@@ -82,6 +84,7 @@ func runFlags(f *pflag.FlagSet, o *queueOpts, env Env) {
 	name(f, "bandwidth", "BYTES")
 	name(f, "max-size", "BYTES")
 	name(f, "user-agent", "TEXT")
+	o.request.register(f)
 	o.tunables = registerTunables(f, true)
 }
 
@@ -118,6 +121,9 @@ func (o *queueOpts) runDefaults(env Env) (engine.Tunables, int) {
 	}
 	if o.globalRate < 0 || o.bandwidth < 0 || o.maxSize < 0 {
 		return defaults, usageErr(env, "--global-rate, --bandwidth and --max-size cannot be negative")
+	}
+	if o.fetch, err = o.request.config(env.Stderr); err != nil {
+		return defaults, usageErr(env, "%v", err)
 	}
 	return defaults, ExitOK
 }
@@ -280,7 +286,7 @@ func openSession(ctx context.Context, env Env, c *common, o *queueOpts, defaults
 	eng, err := engine.New(ctx, db, engine.Options{
 		Dir: dir, Version: env.Version, UserAgent: o.userAgent, Defaults: defaults, Workers: o.workers,
 		GlobalRatePerSec: o.globalRate, BandwidthBytesPerSec: o.bandwidth, MaxSize: o.maxSize,
-		AllowDowngrade: o.allowDowngrade, OnJob: p.jobEnded,
+		AllowDowngrade: o.allowDowngrade, OnJob: p.jobEnded, Fetch: o.fetch,
 	})
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "heed: %v\n", err)

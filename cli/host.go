@@ -173,6 +173,12 @@ func runHost(ctx context.Context, env Env, c *common, o *hostOpts, arg string) i
 	if t.Proxy != "" {
 		fmt.Fprintf(env.Stdout, "proxy         %s\n", fetch.Redact(t.Proxy))
 	}
+	for _, h := range t.Headers {
+		fmt.Fprintf(env.Stdout, "header        %s\n", fetch.RedactHeader(h))
+	}
+	if t.BytesPerSec > 0 {
+		fmt.Fprintf(env.Stdout, "bandwidth     %s/s\n", humanBytes(t.BytesPerSec))
+	}
 	if r := robotsColumn(*l); r != "" {
 		fmt.Fprintf(env.Stdout, "robots        %s\n", r)
 	}

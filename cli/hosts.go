@@ -267,12 +267,17 @@ func runHosts(ctx context.Context, env Env, c *common, asJSON bool) int {
 	return ExitOK
 }
 
-// redacted is t with its proxy's password masked, for output (N4).
+// redacted is t with its proxy's password and its headers' secrets masked,
+// for output (N4, N5).
 func redacted(t *engine.Tunables) *engine.Tunables {
-	if t == nil || t.Proxy == "" {
+	if t == nil || t.Proxy == "" && len(t.Headers) == 0 {
 		return t
 	}
 	c := *t
 	c.Proxy = fetch.Redact(c.Proxy)
+	c.Headers = make([]string, len(t.Headers))
+	for i, h := range t.Headers {
+		c.Headers[i] = fetch.RedactHeader(h)
+	}
 	return &c
 }

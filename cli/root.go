@@ -18,6 +18,7 @@ import (
 // Without a command, it opens the window.
 func newRoot(env Env) *cobra.Command {
 	c := &common{}
+	var request requestFlags // the window's
 	root := &cobra.Command{
 		Use:   "heed",
 		Short: "Download lists of URLs politely, each host at its own pace",
@@ -46,7 +47,8 @@ Without a command, heed opens its window.`,
 			if code, ok := handOffWindow(env, c, urls); ok {
 				return exit(code)
 			}
-			return exit(env.Window(cmd.Context(), WindowOptions{DB: c.db, Dir: c.dir, URLs: urls}))
+			return exit(env.Window(cmd.Context(), WindowOptions{DB: c.db, Dir: c.dir, URLs: urls,
+				Cookies: request.cookies, Netrc: !request.noNetrc}))
 		},
 	}
 	root.SetVersionTemplate("heed {{.Version}}\n")
@@ -61,6 +63,7 @@ Without a command, heed opens its window.`,
 		"the download folder (default: the current folder for get and crawl, ~/Downloads/Heed for the window)")
 	root.PersistentFlags().BoolP("help", "h", false, "show the command's help")
 	root.Flags().BoolP("version", "v", false, "print Heed's version")
+	request.register(root.Flags())
 	root.PersistentFlags().Lookup("db").Value = placeholder{root.PersistentFlags().Lookup("db").Value, "FILE"}
 	root.PersistentFlags().Lookup("dir").Value = placeholder{root.PersistentFlags().Lookup("dir").Value, "FOLDER"}
 	root.AddCommand(newGetCmd(env, c), newAddCmd(env, c), newJobsCmd(env, c), newHostsCmd(env, c),

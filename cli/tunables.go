@@ -35,6 +35,8 @@ type tunableFlags struct {
 	retryBase, retryMax        durationValue
 	retryJitter, noRetryJitter bool
 	proxy                      string
+	headers                    []string
+	hostBandwidth              int64
 }
 
 // politeGroup is the annotation that puts a flag in the help's
@@ -44,7 +46,8 @@ const politeGroup = "politeness"
 // tunableNames are the politeness flags, in the order help lists them.
 var tunableNames = []string{"rate", "burst", "max-inflight", "jitter", "backoff-base", "backoff-max",
 	"decay-after", "max-retry-after", "throttle-statuses", "breaker-threshold", "breaker-timeout",
-	"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter", "proxy"}
+	"max-attempts", "retry", "retry-base", "retry-max", "retry-jitter", "no-retry-jitter", "proxy",
+	"header", "host-bandwidth"}
 
 // registerTunables adds the politeness flags to fs. With showDefaults their
 // help shows Heed's defaults (heed get, where they are the defaults of every
@@ -85,6 +88,12 @@ func registerTunables(fs *pflag.FlagSet, showDefaults bool) *tunableFlags {
 	fs.BoolVar(&t.retryJitter, "retry-jitter", t.retryJitter, "randomize the waits between tries")
 	fs.BoolVar(&t.noRetryJitter, "no-retry-jitter", false, "do not randomize the waits between tries")
 	fs.StringVar(&t.proxy, "proxy", "", `the proxy for a host: http://, https://, socks5:// or socks5h://HOST:PORT, "direct" for none, "" for HTTP_PROXY/HTTPS_PROXY/ALL_PROXY/NO_PROXY`)
+	fs.StringArrayVar(&t.headers, "header", nil, `an extra request header for a host, "Name: value"; repeat it for more, "" for none`)
+	fs.Int64Var(&t.hostBandwidth, "host-bandwidth", 0, "at most BYTES a second downloaded from one host (0: no limit but the global one)")
+	name(fs, "header", "TEXT")
+	name(fs, "host-bandwidth", "BYTES")
+	name(fs, "proxy", "URL")
+	fs.Lookup("header").DefValue = "" // none: help shows no "[]"
 	for _, name := range tunableNames {
 		f := fs.Lookup(name)
 		if !showDefaults {
@@ -166,6 +175,20 @@ func (t *tunableFlags) apply(base engine.Tunables) (engine.Tunables, error) {
 		}
 		out.Proxy = t.proxy
 	}
+	if set("header") {
+		out.Headers = nil
+		for _, h := range t.headers {
+			if h != "" {
+				out.Headers = append(out.Headers, h)
+			}
+		}
+		if _, err := fetch.ParseHeaders(out.Headers); err != nil {
+			return base, errors.New("--" + err.Error()) // said here: flagNames would rewrite inside the value
+		}
+	}
+	if set("host-bandwidth") {
+		out.BytesPerSec = t.hostBandwidth
+	}
 	out = out.Normalize()
 	if err := out.Validate(); err != nil {
 		return base, errors.New(flagNames.Replace(err.Error()))
@@ -192,6 +215,7 @@ var flagNames = strings.NewReplacer(
 	"retry.base", "--retry-base",
 	"retry.max", "--retry-max",
 	"burst:", "--burst:",
+	"bytes_per_sec", "--host-bandwidth",
 )
 
 // rateValue is a number of requests a minute (fractions allowed: 0.5 is
