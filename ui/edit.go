@@ -14,6 +14,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"heed/engine"
+	"heed/engine/fetch"
 )
 
 // tunableField is one text field of the tunables form: its JSON name (as
@@ -23,6 +24,7 @@ type tunableField struct {
 	name, label, hint string
 	get               func(t *engine.Tunables) string
 	set               func(t *engine.Tunables, s string) error
+	lines             bool // a field of several lines
 }
 
 func durField(name, label, hint string, p func(t *engine.Tunables) *time.Duration) tunableField {
@@ -97,6 +99,51 @@ var tunableFields = []tunableField{
 	intField("retry.max_attempts", "Retry: max attempts", "1 … 255 tries per URL (throttled ones are free)", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),
 	durField("retry.base", "Retry: base delay", "the wait before the second try, e.g. 2 s", func(t *engine.Tunables) *time.Duration { return &t.Retry.Base }),
 	durField("retry.max", "Retry: max delay", "the longest wait between tries (0 s: no cap)", func(t *engine.Tunables) *time.Duration { return &t.Retry.Max }),
+	{name: "bytes_per_sec", label: "Bandwidth cap (bytes a second)", hint: "for this host's downloads together; 0: none but the global one",
+		get: func(t *engine.Tunables) string { return strconv.FormatInt(t.BytesPerSec, 10) },
+		set: func(t *engine.Tunables, s string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil {
+				return fmt.Errorf("bytes_per_sec: %q is not a whole number", s)
+			}
+			t.BytesPerSec = n
+			return nil
+		}},
+	// The proxy and the headers are shown with their secrets masked; a
+	// masked value left as it is keeps the secret it stands for.
+	{name: "proxy", label: "Proxy", hint: `http://, socks5://HOST:PORT; "direct" for none; empty: HTTP_PROXY and the like`,
+		get: func(t *engine.Tunables) string { return fetch.Redact(t.Proxy) },
+		set: func(t *engine.Tunables, s string) error {
+			if s = strings.TrimSpace(s); s != fetch.Redact(t.Proxy) {
+				t.Proxy = s
+			}
+			return nil
+		}},
+	{name: "headers", label: "Extra headers", hint: "one Name: value a line", lines: true,
+		get: func(t *engine.Tunables) string {
+			shown := make([]string, len(t.Headers))
+			for i, h := range t.Headers {
+				shown[i] = fetch.RedactHeader(h)
+			}
+			return strings.Join(shown, "\n")
+		},
+		set: func(t *engine.Tunables, s string) error {
+			secret := map[string]string{} // masked line → the line it masks
+			for _, h := range t.Headers {
+				secret[fetch.RedactHeader(h)] = h
+			}
+			t.Headers = nil
+			for _, line := range strings.Split(s, "\n") {
+				if line = strings.TrimSpace(line); line == "" {
+					continue
+				}
+				if h, ok := secret[line]; ok {
+					line = h
+				}
+				t.Headers = append(t.Headers, line)
+			}
+			return nil
+		}},
 }
 
 // tunablesForm edits a full engine.Tunables (U3, U7). Save refuses any
@@ -117,6 +164,7 @@ type tunablesForm struct {
 func (f *tunablesForm) read() (engine.Tunables, error) {
 	t := f.base
 	t.ThrottleStatuses = append([]int(nil), f.base.ThrottleStatuses...)
+	t.Headers = slices.Clone(f.base.Headers)
 	for _, fd := range tunableFields {
 		if err := fd.set(&t, f.entries[fd.name].Text); err != nil {
 			return f.base, err
@@ -143,6 +191,10 @@ func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine
 	items := make([]*widget.FormItem, 0, len(tunableFields)+2)
 	for _, fd := range tunableFields {
 		e := widget.NewEntry()
+		if fd.lines {
+			e = widget.NewMultiLineEntry()
+			e.SetMinRowsVisible(2)
+		}
 		e.SetText(fd.get(&t))
 		f.entries[fd.name] = e
 		items = append(items, &widget.FormItem{Text: fd.label, Widget: e, HintText: fd.hint})

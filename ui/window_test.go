@@ -883,3 +883,47 @@ func TestJobs_U5_NothingMatchesSaysSo(t *testing.T) {
 	assert.Equal(t, "page 3: no more attempts", pageText(3, 0, 200, 0, false, "attempts"))
 	assert.Equal(t, "page 2 of 62 · 12,345 jobs", pageText(2, 200, 200, 12345, true, "jobs"))
 }
+
+// N4, N5, U3: a host's proxy, extra headers and bandwidth cap are edited in
+// its form; the secrets among them are shown masked, and a masked value
+// left as it is keeps its secret.
+func TestEdit_N5_RequestSettingsWithSecretsMasked(t *testing.T) {
+	h := newHarness(t)
+	h.add(t, "https://e.example/1")
+	tun := engine.DefaultTunables()
+	tun.Proxy = "socks5://me:s3cret@proxy.example:1080"
+	tun.Headers = []string{"X-Team: blue", "Authorization: Bearer s3cret"}
+	require.NoError(t, h.eng.Core().SetHostTunables("e.example", tun))
+	h.w.hosts.setSelected("e.example")
+	test.Tap(h.w.hosts.editBtn)
+	f := h.w.form
+	require.NotNil(t, f)
+	assert.Equal(t, "socks5://me:***@proxy.example:1080", f.entries["proxy"].Text)
+	assert.Equal(t, "X-Team: blue\nAuthorization: ***", f.entries["headers"].Text)
+	for _, e := range f.entries {
+		assert.NotContains(t, e.Text, "s3cret")
+	}
+
+	f.entries["headers"].SetText("X-Team: red\nAuthorization: ***\n\nAccept-Language: de")
+	f.entries["bytes_per_sec"].SetText("65536")
+	test.Tap(f.save)
+	require.False(t, f.errLabel.Visible(), f.errLabel.Text)
+	got, own := h.eng.Core().HostTunables("e.example")
+	require.True(t, own)
+	assert.Equal(t, "socks5://me:s3cret@proxy.example:1080", got.Proxy, "the masked proxy kept its password")
+	assert.Equal(t, []string{"X-Team: red", "Authorization: Bearer s3cret", "Accept-Language: de"}, got.Headers)
+	assert.Equal(t, int64(65536), got.BytesPerSec)
+
+	test.Tap(h.w.hosts.editBtn)
+	f = h.w.form
+	f.entries["headers"].SetText("Range: bytes=0-")
+	test.Tap(f.save)
+	assert.True(t, f.errLabel.Visible())
+	assert.Contains(t, f.errLabel.Text, "Heed asks for ranges itself to resume")
+	f.entries["headers"].SetText("")
+	f.entries["proxy"].SetText("direct")
+	test.Tap(f.save)
+	got, _ = h.eng.Core().HostTunables("e.example")
+	assert.Empty(t, got.Headers)
+	assert.Equal(t, "direct", got.Proxy)
+}
