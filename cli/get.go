@@ -196,7 +196,7 @@ func queueAndRun(ctx context.Context, env Env, c *common, o *queueOpts, args []s
 				fmt.Fprintf(env.Stderr, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
 					tally.queued, tally.dups)
 			}
-			if errors.Is(err, fetch.ErrNotAList) || errors.Is(err, errBadLine) {
+			if errors.Is(err, fetch.ErrNotAList) || errors.Is(err, engine.ErrBadImportLine) {
 				return ExitUsage
 			}
 			return ExitUnusable

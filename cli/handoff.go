@@ -221,7 +221,7 @@ func queueList(ctx context.Context, eng *engine.Engine, r io.Reader, again, quie
 			fmt.Fprintf(&out, "heed: queued %d, duplicates %d before that; the rest of the list may not be\n",
 				tally.queued, tally.dups)
 		}
-		if errors.Is(err, fetch.ErrNotAList) || errors.Is(err, errBadLine) {
+		if errors.Is(err, fetch.ErrNotAList) || errors.Is(err, engine.ErrBadImportLine) {
 			return out.String(), ExitUsage
 		}
 		return out.String(), ExitUnusable

@@ -72,20 +72,23 @@ var (
 // speed and time left or when they finished, why each one waits, and the
 // actions that make sense for the selected one.
 type jobsView struct {
-	w        *Window
-	pt       *pagedTable[jobRow]
-	table    *fitTable
-	state    *widget.Select
-	host     *widget.Entry
-	pause    *widget.Button
-	resume   *widget.Button
-	cancel   *widget.Button
-	retry    *widget.Button
-	folder   *widget.Button
-	detail   *widget.Label // the selected job's URL and why, whole
-	selected int64
-	speeds   *speedCache
-	content  fyne.CanvasObject
+	w      *Window
+	pt     *pagedTable[jobRow]
+	table  *fitTable
+	state  *widget.Select
+	host   *widget.Entry
+	pause  *widget.Button
+	resume *widget.Button
+	cancel *widget.Button
+	retry  *widget.Button
+	folder *widget.Button
+	// importBtn and exportBtn read and write the queue as heed import and heed
+	// export do (queuefile.go).
+	importBtn, exportBtn *widget.Button
+	detail               *widget.Label // the selected job's URL and why, whole
+	selected             int64
+	speeds               *speedCache
+	content              fyne.CanvasObject
 }
 
 func newJobsView(w *Window) *jobsView {
@@ -123,7 +126,9 @@ func newJobsView(w *Window) *jobsView {
 	jv.folder = widget.NewButtonWithIcon("Open folder", theme.FolderOpenIcon(), w.openFolder)
 	filters := container.NewBorder(nil, nil, container.NewHBox(widget.NewLabel("State"), jv.state),
 		jv.pt.nav(), jv.host)
-	actions := container.NewHBox(jv.pause, jv.resume, jv.cancel, jv.retry, layoutSpacer(), jv.folder)
+	jv.importBtn = widget.NewButtonWithIcon("Import…", theme.FolderOpenIcon(), w.onImportQueue)
+	jv.exportBtn = widget.NewButtonWithIcon("Export…", theme.DocumentSaveIcon(), w.onExportQueue)
+	actions := container.NewHBox(jv.pause, jv.resume, jv.cancel, jv.retry, layoutSpacer(), jv.importBtn, jv.exportBtn, jv.folder)
 	jv.detail = widget.NewLabel("Select a job to act on it.")
 	jv.detail.Wrapping = fyne.TextWrapWord
 	jv.detail.Selectable = true // to copy a URL, a reason or a SHA-256

@@ -927,3 +927,36 @@ func TestEdit_N5_RequestSettingsWithSecretsMasked(t *testing.T) {
 	assert.Empty(t, got.Headers)
 	assert.Equal(t, "direct", got.Proxy)
 }
+
+// The Jobs tab's Export… writes heed export's file and Import… queues it into
+// another database, with what it did in the status line; a password masked
+// by the export is not imported as "***".
+func TestJobs_ExportThenImportTheQueue(t *testing.T) {
+	from := newHarness(t)
+	from.add(t, "https://a.example/1.iso\nhttps://ann:s3cret@b.example/2.iso\nhttps://a.example/3.iso")
+	path := filepath.Join(t.TempDir(), "queue.jsonl")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	from.w.exportQueueTo(f, path)
+	from.w.bg.Wait()
+	assert.Equal(t, "queue exported to "+path, from.w.notice)
+	written, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, 3, strings.Count(string(written), "\n"))
+	assert.NotContains(t, string(written), "s3cret")
+
+	to := newHarness(t)
+	in, err := os.Open(path)
+	require.NoError(t, err)
+	to.w.importQueueFrom(in, path)
+	to.w.bg.Wait()
+	assert.Contains(t, to.w.notice, "3 queued · 0 already known")
+	assert.Contains(t, to.w.notice, "1 URL queued without the password export masked")
+	jobs, err := to.db.Jobs(context.Background(), engine.JobQuery{})
+	require.NoError(t, err)
+	var urls []string
+	for _, j := range jobs {
+		urls = append(urls, j.URL)
+	}
+	assert.ElementsMatch(t, []string{"https://a.example/1.iso", "https://ann@b.example/2.iso", "https://a.example/3.iso"}, urls)
+}
