@@ -109,23 +109,29 @@ func (db *DB) Renew(ctx context.Context) ([]string, error) {
 	if !db.member {
 		return nil, errNotMember
 	}
-	rows, err := db.pool.Query(ctx, `UPDATE hosts SET lease_until = now() + $2::interval
-		WHERE lease_owner = $1 RETURNING host, lease_epoch`, db.token, interval(db.lease))
-	if err != nil {
-		return nil, err
-	}
+	// The rows are locked in the order of their names; a deadlock with a batch that writes the
+	// same hosts in another order is tried again, not left to let the leases lapse.
 	kept := map[string]int64{}
-	for rows.Next() {
-		var h string
-		var epoch int64
-		if err := rows.Scan(&h, &epoch); err != nil {
-			rows.Close()
-			return nil, err
+	err := db.retry(func() error {
+		clear(kept)
+		rows, err := db.pool.Query(ctx, `UPDATE hosts SET lease_until = now() + $2::interval
+			WHERE host IN (SELECT host FROM hosts WHERE lease_owner = $1 ORDER BY host FOR UPDATE)
+			AND lease_owner = $1 RETURNING host, lease_epoch`, db.token, interval(db.lease))
+		if err != nil {
+			return err
 		}
-		kept[h] = epoch
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var h string
+			var epoch int64
+			if err := rows.Scan(&h, &epoch); err != nil {
+				return err
+			}
+			kept[h] = epoch
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return nil, err
 	}
 	db.heldMu.Lock()
