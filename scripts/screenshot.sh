@@ -9,7 +9,8 @@
 #   heed-hosts-small.png  the same at 900 × 600
 #   heed-jobs.png         the jobs view with a running download selected,
 #                         showing its time left
-#   heed-edit.png         the throttling host's settings form
+#   heed-edit.png         the throttling host's settings form, scrolled to its
+#                         request settings (a secret header shows masked)
 #   heed-paste.png        the Add URLs dialog after a paste with a duplicate,
 #                         a line of prose, rejected lines and a URL already
 #                         downloaded

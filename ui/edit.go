@@ -156,6 +156,7 @@ type tunablesForm struct {
 	save     *widget.Button
 	cancel   *widget.Button
 	dlg      dialog.Dialog
+	scroll   *container.Scroll
 	base     engine.Tunables
 }
 
@@ -243,8 +244,8 @@ func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine
 	})
 	f.save.Importance = widget.HighImportance
 	buttons := container.NewHBox(layoutSpacer(), f.cancel, f.save)
-	content := container.NewBorder(nil, container.NewVBox(f.errLabel, buttons), nil, nil,
-		container.NewVScroll(form))
+	f.scroll = container.NewVScroll(form)
+	content := container.NewBorder(nil, container.NewVBox(f.errLabel, buttons), nil, nil, f.scroll)
 	f.dlg = dialog.NewCustomWithoutButtons(title, content, w.win)
 	f.dlg.Resize(fyne.NewSize(560, min(w.win.Canvas().Size().Height-40, 760)))
 	f.dlg.Show()

@@ -70,9 +70,19 @@ func (w *Window) screenshotOpen(ctx context.Context, spec string) {
 		sleep(400 * time.Millisecond) // a tick or two to draw it
 		ready()
 	case "edit":
+		// The form scrolled to the request settings, with a secret among
+		// the headers: it shows masked.
+		host := w.demoHost("throttling")
+		t, _ := w.eng.Core().HostTunables(host)
+		t.Headers = []string{"Accept-Language: en", "Authorization: Bearer demo-token"}
+		t.BytesPerSec = 512 << 10
+		if err := w.eng.SetHostTunables(ctx, host, t); err != nil {
+			fmt.Println("heed: screenshot:", err)
+		}
 		fyne.Do(func() {
-			w.hosts.setSelected(w.demoHost("throttling"))
+			w.hosts.setSelected(host)
 			w.hosts.onEdit()
+			w.form.scroll.ScrollToBottom()
 		})
 		sleep(time.Second)
 		ready()
