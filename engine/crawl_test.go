@@ -498,6 +498,37 @@ func TestCrawl_W1_DepthAndMaxPages(t *testing.T) {
 	assert.Equal(t, int64(10), c.Counts.Done)
 }
 
+// W1: --depth counts the fewest links from a seed, whatever order the pages
+// come in. Host a is quick and links b's page /p.html at the end of a chain,
+// three links deep, before b's own seed, which links it directly, has
+// answered: found again closer while it waits, /p.html is crawled at depth
+// 1, and the page it links, two links from b's seed, is fetched too.
+func TestCrawl_W1_DepthIsTheFewestLinksFromASeed(t *testing.T) {
+	b := newSite(t, map[string]page{
+		"/p.html": {body: `<a href="/q.html">q</a>`},
+		"/q.html": {body: `the end`},
+	})
+	b.set("/", page{serve: func(w http.ResponseWriter, r *http.Request, n int) {
+		time.Sleep(time.Second) // answers after a's chain is crawled
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<a href="/p.html">p</a>`)
+	}})
+	a := newSite(t, map[string]page{
+		"/":       {body: `<a href="/1.html">1</a>`},
+		"/1.html": {body: `<a href="/2.html">2</a>`},
+		"/2.html": {body: `<a href="` + b.URL + `/p.html">b's page</a>`},
+	})
+	r := newRig(t, engine.Options{})
+	slow := fast()
+	slow.RatePerMin, slow.Burst, slow.MaxInflight = 60, 1, 1
+	require.NoError(t, r.eng.SetHostTunables(context.Background(), b.host(), slow))
+	r.crawl(engine.Crawl{Seeds: []string{a.URL + "/", b.URL + "/"}, Depth: 3, Robots: false})
+	assert.Equal(t, []string{"/", "/1.html", "/2.html"}, a.requests())
+	assert.Equal(t, []string{"/", "/p.html", "/q.html"}, b.requests())
+	assert.Equal(t, 1, r.jobAt(b.URL+"/p.html").Depth)
+	assert.Equal(t, 2, r.jobAt(b.URL+"/q.html").Depth)
+}
+
 // W3, J2: a URL already known — in this crawl, in another, or queued by
 // hand — is not queued again; its de-duplication key is the URL
 // normalised, while the URL is fetched as written.

@@ -137,6 +137,20 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 			return nil, err
 		}
 	}
+	for depth, keys := range engine.Closer(found, out) {
+		for len(keys) > 0 {
+			chunk := keys[:min(len(keys), insertChunk)]
+			keys = keys[len(chunk):]
+			args := []any{depth, crawlID, depth}
+			for _, k := range chunk {
+				args = append(args, k)
+			}
+			if _, err := w.exec(`UPDATE jobs SET depth = ? WHERE crawl_id = ? AND depth > ? AND state IN ('queued', 'paused')
+				AND key IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, nil
 }
 

@@ -162,6 +162,16 @@ func crawlJobs(ctx context.Context, tx pgx.Tx, crawlID int64, found []engine.New
 			return nil, err
 		}
 	}
+	for depth, keys := range engine.Closer(found, out) {
+		hashes := make([][]byte, len(keys))
+		for i, k := range keys {
+			hashes[i] = keyHash(k)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET depth = $1 WHERE crawl_id = $2 AND depth > $1
+			AND state IN ('queued', 'paused') AND key_hash = ANY($3)`, depth, crawlID, hashes); err != nil {
+			return nil, err
+		}
+	}
 	return out, nil
 }
 

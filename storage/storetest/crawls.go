@@ -16,6 +16,7 @@ var crawlTests = []test{
 	{"CreateCrawl_W1_W10_StoresTheCrawlWithItsSeeds", testCreateCrawlStoresTheCrawlWithItsSeeds},
 	{"Finish_W8_W10_FoundLinksStoredWithTheDone", testFinishFoundLinksStoredWithTheDone},
 	{"Finish_W1_W8_MaxPagesBudget", testFinishMaxPagesBudget},
+	{"Finish_W1_LinkFoundCloserLowersItsDepth", testFinishLinkFoundCloserLowersItsDepth},
 	{"Finish_W8_PausedCrawlStoresLinksPaused", testFinishPausedCrawlStoresLinksPaused},
 	{"Finish_W8_CancelledCrawlStoresNoLinks", testFinishCancelledCrawlStoresNoLinks},
 	{"CreateCrawl_W3_J2_DuplicatesAcrossCrawls", testCreateCrawlDuplicatesAcrossCrawls},
@@ -197,6 +198,43 @@ func testFinishFoundLinksStoredWithTheDone(t *testing.T, o Opener) {
 	assert.Equal(t, int64(4), c.Pages, "the jobs it created: the seed and three links")
 	assert.Equal(t, int64(7), c.OutOfScope)
 	assert.Equal(t, int64(1234), c.Bytes, "its done pages' bytes")
+	assertCounts(t, s)
+}
+
+// W1: a link known already in the crawl, found again fewer links from a seed, lowers the depth
+// of its job while it waits (queued or paused), so that its own links are followed as far as
+// --depth allows from its nearest seed; a job done already, one found again deeper, and another
+// crawl's job keep theirs.
+func testFinishLinkFoundCloserLowersItsDepth(t *testing.T, o Opener) {
+	s := open(t, o)
+	const seedA, seedB = "https://a.example/", "https://b.example/"
+	id, res, err := s.CreateCrawl(bg, engine.Crawl{Seeds: []string{seedA, seedB}, Scope: "host", Depth: 4, Robots: true},
+		[]engine.NewJob{{URL: seedA, Key: seedA, Host: "a.example"}, {URL: seedB, Key: seedB, Host: "b.example"}})
+	require.NoError(t, err)
+	other, _, err := s.CreateCrawl(bg, engine.Crawl{Seeds: []string{"https://c.example/"}, Scope: "host", Depth: 4},
+		[]engine.NewJob{{URL: "https://c.example/", Key: "https://c.example/", Host: "c.example"}})
+	require.NoError(t, err)
+	const deep, done, theirs = "https://b.example/p/1", "https://a.example/x", "https://b.example/theirs"
+	// a.example's seed links b.example's page deep in a chain: found first at depth 4.
+	got := startAndFinish(t, s, res[0].ID, 100, link(id, "b.example", deep, 4, seedA), link(id, "a.example", done, 3, seedA),
+		link(other, "b.example", theirs, 4, seedA))
+	startAndFinish(t, s, got[1].ID, 100)
+	// b.example's own seed links it at depth 1; a deeper rediscovery changes nothing.
+	again := startAndFinish(t, s, res[1].ID, 100, link(id, "b.example", deep, 1, seedB), link(id, "a.example", done, 1, seedB),
+		link(id, "b.example", theirs, 1, seedB))
+	for i := range again {
+		assert.True(t, again[i].Duplicate, "link %d", i)
+	}
+	depth := func(id int64) int {
+		j, err := s.Job(bg, id)
+		require.NoError(t, err)
+		return j.Depth
+	}
+	assert.Equal(t, 1, depth(got[0].ID), "a queued job found closer takes the smaller depth")
+	assert.Equal(t, 3, depth(got[1].ID), "a done job keeps its depth")
+	assert.Equal(t, 4, depth(got[2].ID), "another crawl's job keeps its depth")
+	startAndFinish(t, s, got[0].ID, 100, link(id, "b.example", deep, 3, deep))
+	assert.Equal(t, 1, depth(got[0].ID), "found again deeper: unchanged")
 	assertCounts(t, s)
 }
 
