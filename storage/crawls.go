@@ -145,8 +145,10 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 			for _, k := range chunk {
 				args = append(args, k)
 			}
-			if _, err := w.exec(`UPDATE jobs SET depth = ? WHERE crawl_id = ? AND depth > ? AND state IN ('queued', 'paused')
-				AND key IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...); err != nil {
+			// By the keys, never by the state: the planner, without statistics, would
+			// walk every queued job of the jobs_state index.
+			if _, err := w.exec(`UPDATE jobs INDEXED BY jobs_key SET depth = ? WHERE crawl_id = ? AND depth > ?
+				AND state IN ('queued', 'paused') AND key IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...); err != nil {
 				return nil, err
 			}
 		}

@@ -256,9 +256,25 @@ func TestQueryPlans_Q1_WritesSeek(t *testing.T) {
 	require.NoError(t, db.SaveHost(engine.HostState{Host: "a.example"}))
 	require.NoError(t, db.AppendEvent(engine.Event{Host: "a.example", Kind: engine.EventThrottle}))
 	require.NoError(t, db.SetSetting(bg, "k", "v"))
+	// A crawl's page done with its links, one of them found again closer (W1).
+	const seed = "https://c.example/"
+	crawl, seeds, err := db.CreateCrawl(bg, engine.Crawl{Seeds: []string{seed}, Scope: "host", Depth: 3},
+		[]engine.NewJob{{URL: seed, Key: seed, Host: "c.example"}})
+	require.NoError(t, err)
+	link := func(u string, depth int) engine.NewJob {
+		return engine.NewJob{URL: u, Key: u, Host: "c.example", CrawlID: crawl, Depth: depth, FoundOn: seed}
+	}
+	_, err = db.Start(bg, seeds[0].ID, "c.part")
+	require.NoError(t, err)
+	require.NoError(t, finish(db, bg, engine.End{JobID: seeds[0].ID, State: engine.JobDone, File: "c",
+		Found: []engine.NewJob{link(seed+"a", 2), link(seed+"b", 1), link(seed, 1)}}))
+	_, err = db.Start(bg, ids[1], "")
+	require.NoError(t, err)
+	require.NoError(t, finish(db, bg, engine.End{JobID: ids[1], State: engine.JobQueued}))
 	require.NoError(t, db.Flush(bg)) // the writer is idle: its statements may be read
 
 	var queries []string
+	depthUpdates := 0
 	for q := range db.prepared {
 		queries = append(queries, q)
 	}
@@ -270,7 +286,12 @@ func TestQueryPlans_Q1_WritesSeek(t *testing.T) {
 		for _, table := range []string{"jobs", "attempts", "hosts", "settings", "host_events"} {
 			assert.NotRegexp(t, `SCAN `+table+`\b`, plan, q)
 		}
+		if strings.HasPrefix(q, "UPDATE jobs INDEXED BY jobs_key SET depth") {
+			depthUpdates++
+			assert.Contains(t, plan, "INDEX jobs_key (key=?)", "a link found closer is found by its key")
+		}
 	}
+	assert.Equal(t, 1, depthUpdates, "a page's done commit lowers its known links' depth")
 
 	// Recovery, as Open runs it, on a database no DB holds.
 	require.NoError(t, db.Close())
