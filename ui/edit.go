@@ -99,7 +99,12 @@ var tunableFields = []tunableField{
 	intField("retry.max_attempts", "Retry: max attempts", "1 … 255 tries per URL (throttled ones are free)", func(t *engine.Tunables) *int { return &t.Retry.MaxAttempts }),
 	durField("retry.base", "Retry: base delay", "the wait before the second try, e.g. 2 s", func(t *engine.Tunables) *time.Duration { return &t.Retry.Base }),
 	durField("retry.max", "Retry: max delay", "the longest wait between tries (0 s: no cap)", func(t *engine.Tunables) *time.Duration { return &t.Retry.Max }),
-	{name: "bytes_per_sec", label: "Bandwidth cap (bytes a second)", hint: "for this host's downloads together; 0: none but the global one",
+}
+
+// requestFields are what a host's requests carry beside politeness; the
+// form shows them last, after the retry strategy and jitter.
+var requestFields = []tunableField{
+	{name: "bytes_per_sec", label: "Bandwidth cap (bytes a second)", hint: "its downloads together; 0: no cap of its own",
 		get: func(t *engine.Tunables) string { return strconv.FormatInt(t.BytesPerSec, 10) },
 		set: func(t *engine.Tunables, s string) error {
 			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
@@ -111,7 +116,7 @@ var tunableFields = []tunableField{
 		}},
 	// The proxy and the headers are shown with their secrets masked; a
 	// masked value left as it is keeps the secret it stands for.
-	{name: "proxy", label: "Proxy", hint: `http://, socks5://HOST:PORT; "direct" for none; empty: HTTP_PROXY and the like`,
+	{name: "proxy", label: "Proxy", hint: `e.g. socks5://HOST:PORT; "direct"; empty: HTTP_PROXY`,
 		get: func(t *engine.Tunables) string { return fetch.Redact(t.Proxy) },
 		set: func(t *engine.Tunables, s string) error {
 			if s = strings.TrimSpace(s); s != fetch.Redact(t.Proxy) {
@@ -166,7 +171,7 @@ func (f *tunablesForm) read() (engine.Tunables, error) {
 	t := f.base
 	t.ThrottleStatuses = append([]int(nil), f.base.ThrottleStatuses...)
 	t.Headers = slices.Clone(f.base.Headers)
-	for _, fd := range tunableFields {
+	for _, fd := range slices.Concat(tunableFields, requestFields) {
 		if err := fd.set(&t, f.entries[fd.name].Text); err != nil {
 			return f.base, err
 		}
@@ -189,17 +194,20 @@ func (f *tunablesForm) read() (engine.Tunables, error) {
 // With slow set, apply runs off the Fyne thread (it writes the database).
 func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine.Tunables) error, slow bool) *tunablesForm {
 	f := &tunablesForm{entries: map[string]*widget.Entry{}, base: t}
-	items := make([]*widget.FormItem, 0, len(tunableFields)+2)
-	for _, fd := range tunableFields {
-		e := widget.NewEntry()
-		if fd.lines {
-			e = widget.NewMultiLineEntry()
-			e.SetMinRowsVisible(2)
+	var items []*widget.FormItem
+	add := func(fields []tunableField) {
+		for _, fd := range fields {
+			e := widget.NewEntry()
+			if fd.lines {
+				e = widget.NewMultiLineEntry()
+				e.SetMinRowsVisible(2)
+			}
+			e.SetText(fd.get(&t))
+			f.entries[fd.name] = e
+			items = append(items, &widget.FormItem{Text: fd.label, Widget: e, HintText: fd.hint})
 		}
-		e.SetText(fd.get(&t))
-		f.entries[fd.name] = e
-		items = append(items, &widget.FormItem{Text: fd.label, Widget: e, HintText: fd.hint})
 	}
+	add(tunableFields)
 	f.strategy = widget.NewSelect([]string{"exponential", "linear", "fixed"}, nil)
 	f.strategy.SetSelected(t.Retry.Strategy.String())
 	f.jitter = widget.NewCheck("add a random part to each retry delay", nil)
@@ -207,6 +215,7 @@ func (w *Window) showTunables(title string, t engine.Tunables, apply func(engine
 	items = append(items,
 		&widget.FormItem{Text: "Retry: strategy", Widget: f.strategy},
 		&widget.FormItem{Text: "Retry: jitter", Widget: f.jitter})
+	add(requestFields)
 	form := widget.NewForm(items...)
 	f.errLabel = widget.NewLabel("")
 	f.errLabel.Importance = widget.DangerImportance
@@ -263,7 +272,7 @@ func (f *tunablesForm) fail(err error) {
 // fieldLabels renames the settings in an error after the form's labels,
 // longest names first, so that retry.max_attempts is not read as retry.max.
 var fieldLabels = func() *strings.Replacer {
-	fields := slices.Clone(tunableFields)
+	fields := slices.Concat(tunableFields, requestFields)
 	slices.SortFunc(fields, func(a, b tunableField) int { return len(b.name) - len(a.name) })
 	var pairs []string
 	for _, fl := range fields {
