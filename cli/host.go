@@ -36,6 +36,7 @@ Only the settings you give change; the others keep their value.`,
   heed host example.com --pause
   heed host example.com --rate 10 --burst 1    # gentler than the defaults
   heed host example.com --reset                # close its breaker
+  heed host api.example.com --header "Authorization: Bearer $TOKEN" --host-bandwidth 1048576
   heed host example.com --follow-defaults      # drop its own settings`,
 		Annotations: map[string]string{politeGroup: "Settings of the host (only those you give change)"},
 		Args: func(cmd *cobra.Command, args []string) error {
