@@ -80,10 +80,13 @@ func (e *Engine) start(ctx context.Context, d Dispatch) (Job, *activeJob, contex
 				e.reserve(job.Part) // recorded before: no other attempt takes it meanwhile
 			}
 			return job, a, jctx, true
-		case errors.Is(err, ErrPartTaken) && cur.Part == "" && len(skip) < 64:
+		case errors.Is(err, ErrPartTaken) && cur.Part == "" && len(skip) < maxPartTries:
 			e.release(chosen)
 			skip = append(skip, chosen)
 			continue
+		case errors.Is(err, ErrPartTaken):
+			// Nothing lost: the job stays queued and its next dispatch tries again.
+			e.log.Error("no free part name for a download", "job", d.JobID, "tried", skip)
 		case stolen(err), errors.Is(err, ErrNotFound):
 		default:
 			e.breaks(fmt.Errorf("%w that a download starts: %w", ErrNotRecorded, err))
@@ -93,9 +96,15 @@ func (e *Engine) start(ctx context.Context, d Dispatch) (Job, *activeJob, contex
 	}
 }
 
+// maxPartTries is how many part names an attempt tries before it gives up
+// for now; from the third on, the names carry the job's id (PartForJob).
+const maxPartTries = 8
+
 // choosePart picks a free part name for a download of job, reserved for
 // this attempt until it ends: for a crawl's file, in its place in the tree
-// (W9).
+// (W9). Once two names it chose were taken in the database by other jobs —
+// a fleet's other workers record theirs there too — the names carry the
+// job's id, which no other job's do.
 func (e *Engine) choosePart(job Job, skip []string) string {
 	u, _ := url.Parse(job.URL)
 	taken := func(n string) bool { return e.reserved(n) || slices.Contains(skip, n) }
@@ -108,7 +117,10 @@ func (e *Engine) choosePart(job Job, skip []string) string {
 				p = ""
 			}
 		}
-		if p == "" {
+		switch {
+		case p == "" && len(skip) >= 2:
+			p = e.fetch.PartForJob(u, job.ID, taken)
+		case p == "":
 			p = e.fetch.PartFor(u, taken)
 		}
 		if e.reserve(p) {

@@ -11,8 +11,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -447,4 +449,45 @@ func dirNames(t *testing.T, dir string) map[string]bool {
 		names[e.Name()] = true
 	}
 	return names
+}
+
+// takenParts is a store in which every part name without the job's id is
+// taken by another job, as a fleet's other workers, each with a folder of
+// its own, may have recorded the names a worker would choose.
+type takenParts struct {
+	engine.Store
+	refused atomic.Int64
+}
+
+func (s *takenParts) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
+	if part != "" && !strings.Contains(part, "."+strconv.FormatInt(id, 10)) {
+		s.refused.Add(1)
+		return engine.Job{}, fmt.Errorf("job %d, part %q: %w", id, part, engine.ErrPartTaken)
+	}
+	return s.Store.Start(ctx, id, part)
+}
+
+// F3, M2: when the part names a download would take are taken in the
+// database by other jobs, its part carries the job's id instead, and the
+// download ends with its own name: the run neither stops nor loses a job.
+func TestEngine_F3_PartNamesTakenElsewhereGetTheJobsID(t *testing.T) {
+	srv := startDemo(t, demo.FastConfig(1, 5, 1<<10))
+	base := t.TempDir()
+	store := &takenParts{}
+	db, eng := engineOver(t, filepath.Join(base, "heed.db"), filepath.Join(base, "dl"),
+		func(s engine.Store) engine.Store { store.Store = s; return store }, srv.URLs())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, eng.RunUntilIdle(ctx))
+	counts, err := db.Counts(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), counts.Done)
+	assert.Equal(t, int64(10), store.refused.Load(), "two names tried for each download before the job's id")
+	jobs, err := db.Jobs(context.Background(), engine.JobQuery{})
+	require.NoError(t, err)
+	for _, j := range jobs {
+		assert.NotContains(t, j.File, strconv.FormatInt(j.ID, 10), "the final name is the file's own")
+		_, err := os.Stat(filepath.Join(base, "dl", j.File))
+		assert.NoError(t, err)
+	}
 }

@@ -124,6 +124,23 @@ func (f *Fetcher) PartFor(userURL *url.URL, taken func(string) bool) string {
 	return part
 }
 
+// PartForJob is PartFor with the job's id in the name ("f.iso.5006.part"):
+// for when the names PartFor gives are taken in the database by other jobs,
+// as the several workers of a fleet, each with its own folder, may have
+// recorded parts of the same names.
+func (f *Fetcher) PartForJob(userURL *url.URL, id int64, taken func(string) bool) string {
+	name := urlName(userURL)
+	if name == "" {
+		name = fallbackName
+	}
+	name += "." + strconv.FormatInt(id, 10)
+	part, err := f.free(name, partSuffix, taken)
+	if err != nil {
+		return name + partSuffix
+	}
+	return part
+}
+
 // FreeName returns the first of base's candidates (F3) that is free now and
 // that taken (when set) does not refuse: the final name a finished download
 // is recorded with before its part takes it.

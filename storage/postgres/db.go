@@ -441,10 +441,12 @@ func (db *DB) oneByOne(ops []stmt) {
 	db.mu.Unlock()
 }
 
-// tx runs f, a waited write, in a transaction and commits it, with the queued writes before it
-// (S5: a queued write is committed by the next waited one). If they fail together, the queued
-// writes are committed one by one, their errors kept for Flush, and f alone. When tx returns, a
-// batch the background was committing when tx began has committed too.
+// tx runs f, a waited write, in a transaction and commits it, after committing the queued writes
+// before it in one of their own (S5: a queued write is committed by the next waited one). They
+// are not put in f's transaction: a batch of host states would hold many hosts' rows until f's
+// own statements were done, and every other start and finish on those hosts would queue behind
+// it. If they fail together, they are committed one by one, their errors kept for Flush. When tx
+// returns, a batch the background was committing when tx began has committed too.
 func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	db.mu.Lock()
 	if db.closed {
@@ -454,28 +456,17 @@ func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	ops, batch := db.pending, db.batch
 	db.pending = nil
 	db.mu.Unlock()
-	var err error
-	if len(ops) == 0 {
-		err = db.run(ctx, f)
-	} else if err = db.run(ctx, func(tx pgx.Tx) error {
-		if err := all(tx, ops); err != nil {
-			return errBatch
+	if len(ops) > 0 {
+		if err := db.run(context.Background(), func(tx pgx.Tx) error { return all(tx, ops) }); err != nil {
+			db.oneByOne(ops)
 		}
-		return f(tx)
-	}); errors.Is(err, errBatch) {
-		db.oneByOne(ops)
-		err = db.run(ctx, f)
-	} else if err != nil {
-		db.oneByOne(ops) // f failed: its queued writes are kept all the same
 	}
+	err := db.run(ctx, f)
 	if batch != nil {
 		<-batch
 	}
 	return err
 }
-
-// errBatch marks a waited write's transaction that failed in the queued writes before it.
-var errBatch = errors.New("postgres: a queued write failed")
 
 // run runs f in a transaction and commits it. A transaction PostgreSQL
 // aborted to break a deadlock (two transactions taking a job's row and its
