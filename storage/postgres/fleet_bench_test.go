@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,16 +46,18 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQ
 }
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// timed is a Store whose Start and Finish are timed.
+// timed is a Store whose Start and Finish are timed, each on its own.
 type timed struct {
 	engine.Store
-	ns, calls *atomic.Int64
+	*times
 }
+
+type times struct{ start, finish, calls atomic.Int64 }
 
 func (s timed) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
 	t := time.Now()
 	j, err := s.Store.Start(ctx, id, part)
-	s.ns.Add(int64(time.Since(t)))
+	s.start.Add(int64(time.Since(t)))
 	s.calls.Add(1)
 	return j, err
 }
@@ -62,7 +65,7 @@ func (s timed) Start(ctx context.Context, id int64, part string) (engine.Job, er
 func (s timed) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
 	t := time.Now()
 	f, err := s.Store.Finish(ctx, end)
-	s.ns.Add(int64(time.Since(t)))
+	s.finish.Add(int64(time.Since(t)))
 	return f, err
 }
 
@@ -101,16 +104,17 @@ func BenchmarkFleet600Hosts(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			ctx := context.Background()
-			var ns, calls atomic.Int64
+			tm := &times{}
 			var queries counter
 			var stores []engine.Store
+			var pools []*DB
 			if workers == 0 {
 				db, err := storage.Open(filepath.Join(b.TempDir(), "heed.db"))
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.Cleanup(func() { db.Close() })
-				stores = append(stores, timed{db, &ns, &calls})
+				stores = append(stores, timed{db, tm})
 			} else {
 				dsn := pgtest.Shared(b).DB(b)
 				for i := range workers {
@@ -119,7 +123,8 @@ func BenchmarkFleet600Hosts(b *testing.B) {
 						b.Fatal(err)
 					}
 					b.Cleanup(func() { db.Close() })
-					stores = append(stores, fleetOf{timed{db, &ns, &calls}, db})
+					stores = append(stores, fleetOf{timed{db, tm}, db})
+					pools = append(pools, db)
 				}
 			}
 			var engines []*engine.Engine
@@ -141,21 +146,93 @@ func BenchmarkFleet600Hosts(b *testing.B) {
 				go func() { defer wg.Done(); e.Run(run) }()
 			}
 			time.Sleep(benchWarm)
-			s0, q0, ns0, c0 := served.Load(), queries.n.Load(), ns.Load(), calls.Load()
+			poolWait := func() (d time.Duration) {
+				for _, db := range pools {
+					d += db.pool.Stat().AcquireDuration()
+				}
+				return d
+			}
+			// What the server's busy backends wait for, sampled: a lock another
+			// transaction holds, the client, or nothing (running).
+			waits := map[string]int{}
+			blocked := map[string]int{} // "waiting statement  ⟵  the statement of the backend it waits for"
+			sampled := make(chan struct{})
+			go func() {
+				defer close(sampled)
+				if len(pools) == 0 {
+					return
+				}
+				for t := time.NewTicker(50 * time.Millisecond); run.Err() == nil; <-t.C {
+					rows, err := pools[0].pool.Query(ctx, `SELECT coalesce(wait_event_type, 'running'), count(*)
+						FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+						AND pid <> pg_backend_pid() GROUP BY 1`)
+					if err != nil {
+						continue
+					}
+					for rows.Next() {
+						var kind string
+						var n int
+						if rows.Scan(&kind, &n) == nil {
+							waits[kind] += n
+						}
+					}
+					rows.Close()
+					rows, err = pools[0].pool.Query(ctx, `SELECT left(regexp_replace(w.query, '\s+', ' ', 'g'), 70),
+						coalesce(left(regexp_replace(h.query, '\s+', ' ', 'g'), 70), '?')
+						FROM pg_stat_activity w LEFT JOIN pg_stat_activity h ON h.pid = (pg_blocking_pids(w.pid))[1]
+						WHERE w.datname = current_database() AND w.wait_event_type = 'Lock'`)
+					if err != nil {
+						continue
+					}
+					for rows.Next() {
+						var waiter, holder string
+						if rows.Scan(&waiter, &holder) == nil {
+							blocked[waiter+"  ⟵  "+holder]++
+						}
+					}
+					rows.Close()
+				}
+			}()
+			s0, q0, st0, fi0, c0, w0 := served.Load(), queries.n.Load(), tm.start.Load(), tm.finish.Load(), tm.calls.Load(), poolWait()
 			b.ResetTimer()
 			time.Sleep(benchMeasure)
-			s1, q1, ns1, c1 := served.Load(), queries.n.Load(), ns.Load(), calls.Load()
+			s1, q1, st1, fi1, c1, w1 := served.Load(), queries.n.Load(), tm.start.Load(), tm.finish.Load(), tm.calls.Load(), poolWait()
 			b.StopTimer()
 			stop()
 			wg.Wait()
+			<-sampled
+			if len(waits) > 0 {
+				total := 0
+				for _, n := range waits {
+					total += n
+				}
+				b.Logf("busy backends by what they wait for: %v (%d samples of them)", waits, total)
+				b.ReportMetric(100*float64(waits["Lock"])/float64(max(total, 1)), "%busy-on-locks")
+				type pair struct {
+					what string
+					n    int
+				}
+				var top []pair
+				for w, n := range blocked {
+					top = append(top, pair{w, n})
+				}
+				sort.Slice(top, func(i, j int) bool { return top[i].n > top[j].n })
+				for _, p := range top[:min(len(top), 6)] {
+					b.Logf("%5d  %s", p.n, p.what)
+				}
+			}
 			reqs := float64(s1 - s0)
 			allowed := float64(benchHosts) * benchMeasure.Seconds() // one a second each
 			b.ReportMetric(reqs/benchMeasure.Seconds(), "req/s")
 			b.ReportMetric(100*reqs/allowed, "%allowed")
+			calls := float64(max(c1-c0, 1))
 			if workers > 0 {
 				b.ReportMetric(float64(q1-q0)/reqs, "roundtrips/req")
+				b.ReportMetric(float64(w1-w0)/reqs/1e6, "poolwait-ms/req")
 			}
-			b.ReportMetric(float64(ns1-ns0)/float64(max(c1-c0, 1))/1e6, "store-ms/req")
+			b.ReportMetric(float64(st1-st0+fi1-fi0)/calls/1e6, "store-ms/req")
+			b.ReportMetric(float64(st1-st0)/calls/1e6, "start-ms/req")
+			b.ReportMetric(float64(fi1-fi0)/calls/1e6, "finish-ms/req")
 		})
 	}
 }
