@@ -40,8 +40,8 @@ func (db *DB) Claim(ctx context.Context, n int) ([]engine.HostState, int, error)
 	var share int
 	err := db.tx(ctx, func(tx pgx.Tx) error {
 		out = out[:0]
-		if err := tx.QueryRow(ctx, `SELECT ceil((SELECT count(*) FROM hosts
-			WHERE ((queued > 0 OR active > 0) AND NOT paused) OR (lease_owner <> '' AND lease_until > now()))::float8
+		if err := tx.QueryRow(ctx, `SELECT ceil((SELECT count(*) FROM `+hostsJoin+`
+			WHERE ((c.queued > 0 OR c.active > 0) AND NOT h.paused) OR (h.lease_owner <> '' AND h.lease_until > now()))::float8
 			/ (SELECT greatest(count(*), 1) FROM workers WHERE NOT stopped AND heartbeat_at > now() - $1::interval))::int`,
 			interval(db.lease)).Scan(&share); err != nil {
 			return err
@@ -49,18 +49,18 @@ func (db *DB) Claim(ctx context.Context, n int) ([]engine.HostState, int, error)
 		rows, err := tx.Query(ctx, `WITH
 			live AS (SELECT greatest(count(*), 1) AS n FROM workers
 				WHERE NOT stopped AND heartbeat_at > now() - $3::interval),
-			work AS (SELECT count(*) AS n FROM hosts WHERE ((queued > 0 OR active > 0) AND NOT paused)
-				OR (lease_owner <> '' AND lease_until > now())),
+			work AS (SELECT count(*) AS n FROM `+hostsJoin+` WHERE ((c.queued > 0 OR c.active > 0) AND NOT h.paused)
+				OR (h.lease_owner <> '' AND h.lease_until > now())),
 			mine AS (SELECT count(*) AS n FROM hosts WHERE lease_owner = $1 AND lease_until > now()),
-			pick AS (SELECT host FROM hosts
-				WHERE (queued > 0 OR active > 0) AND NOT paused AND (lease_owner = '' OR lease_until < now())
-				ORDER BY lease_until NULLS FIRST, host
+			pick AS (SELECT h.host FROM host_counts c JOIN hosts h ON h.host = c.host
+				WHERE (c.queued > 0 OR c.active > 0) AND NOT h.paused AND (h.lease_owner = '' OR h.lease_until < now())
+				ORDER BY h.lease_until NULLS FIRST, h.host
 				LIMIT (SELECT greatest(0, least($2, ceil(work.n::float8 / live.n)::int - mine.n))
 					FROM live, work, mine)
-				FOR UPDATE SKIP LOCKED)
+				FOR UPDATE OF h SKIP LOCKED)
 			UPDATE hosts h SET lease_owner = $1, lease_until = now() + $3::interval, lease_epoch = h.lease_epoch + 1
-			FROM pick WHERE h.host = pick.host
-			RETURNING `+prefixed("h.", hostCols), db.token, n, interval(db.lease))
+			FROM pick LEFT JOIN host_counts c ON c.host = pick.host WHERE h.host = pick.host
+			RETURNING `+hostCols, db.token, n, interval(db.lease))
 		if err != nil {
 			return err
 		}
@@ -274,8 +274,9 @@ func (db *DB) Heartbeat(ctx context.Context, s engine.WorkerStats) error {
 // is live, in the whole database.
 func (db *DB) Busy(ctx context.Context) (bool, error) {
 	var busy bool
-	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hosts WHERE (queued > 0 AND NOT paused)
-		OR (active > 0 AND NOT paused) OR (active > 0 AND lease_owner <> '' AND lease_until > now()))`).Scan(&busy)
+	err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM host_counts c JOIN hosts h ON h.host = c.host
+		WHERE (c.queued > 0 AND NOT h.paused) OR (c.active > 0 AND NOT h.paused)
+		OR (c.active > 0 AND h.lease_owner <> '' AND h.lease_until > now()))`).Scan(&busy)
 	return busy, err
 }
 

@@ -78,9 +78,14 @@ func (db *DB) AppendEvent(e engine.Event) error {
 		[]any{e.Host, nanos(e.At), e.Kind.String(), e.Detail})
 }
 
-// hostCols are the columns scanHost reads.
-const hostCols = `host, ` + hostStateCols + `, queued, active, paused_jobs, done, failed, cancelled, skipped,
-	lease_owner, lease_until, lease_epoch, commands`
+// hostCols are the columns scanHost reads, from hostsJoin: a host's row (h) and its job counts (c),
+// which a host with no jobs yet has none of.
+var hostCols = `h.host, ` + prefixed("h.", hostStateCols) + `, coalesce(c.queued, 0), coalesce(c.active, 0),
+	coalesce(c.paused_jobs, 0), coalesce(c.done, 0), coalesce(c.failed, 0), coalesce(c.cancelled, 0),
+	coalesce(c.skipped, 0), h.lease_owner, h.lease_until, h.lease_epoch, h.commands`
+
+// hostsJoin is every host row with its job counts, for hostCols.
+const hostsJoin = `hosts h LEFT JOIN host_counts c ON c.host = h.host`
 
 func scanHost(row pgx.Row) (engine.HostState, int64, error) {
 	var h engine.HostState
@@ -127,7 +132,7 @@ func ownerName(token string) string {
 
 // Hosts returns every host row, with its politeness state, job counts and lease, by host.
 func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+hostCols+` FROM hosts ORDER BY host`)
+	rows, err := db.pool.Query(ctx, `SELECT `+hostCols+` FROM `+hostsJoin+` ORDER BY h.host`)
 	if err != nil {
 		return nil, err
 	}
@@ -191,12 +196,12 @@ func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 	return err
 }
 
-// Counts returns the jobs by state over all hosts, from the hosts rows.
+// Counts returns the jobs by state over all hosts, from their counts rows.
 func (db *DB) Counts(ctx context.Context) (engine.Counts, error) {
 	var c engine.Counts
 	err := db.pool.QueryRow(ctx, `SELECT coalesce(sum(queued), 0), coalesce(sum(active), 0),
 		coalesce(sum(paused_jobs), 0), coalesce(sum(done), 0), coalesce(sum(failed), 0),
-		coalesce(sum(cancelled), 0), coalesce(sum(skipped), 0) FROM hosts`).
+		coalesce(sum(cancelled), 0), coalesce(sum(skipped), 0) FROM host_counts`).
 		Scan(&c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled, &c.Skipped)
 	return c, err
 }

@@ -179,8 +179,12 @@ func insertJobs(ctx context.Context, tx pgx.Tx, jobs []engine.NewJob, now time.T
 		if hs.state == engine.JobSkipped {
 			col = "skipped"
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO hosts (host, `+col+`) VALUES ($1, $2)
-			ON CONFLICT (host) DO UPDATE SET `+col+` = hosts.`+col+` + excluded.`+col, hs.host, n); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO host_counts (host, `+col+`) VALUES ($1, $2)
+			ON CONFLICT (host) DO UPDATE SET `+col+` = host_counts.`+col+` + excluded.`+col, hs.host, n); err != nil {
+			return nil, err
+		}
+		// Its hosts row, for Claim to lease: one already there is left as it is, unlocked.
+		if _, err := tx.Exec(ctx, `INSERT INTO hosts (host) VALUES ($1) ON CONFLICT DO NOTHING`, hs.host); err != nil {
 			return nil, err
 		}
 	}
