@@ -320,14 +320,14 @@ func (e *Engine) sitemapJobs(job Job, robotsURL string, rules *robots.Rules) []N
 	return fd.jobs
 }
 
-// Closer groups, by depth, the keys of the found jobs a store reported as
+// KnownByDepth groups, by depth, the keys of the found jobs a store reported as
 // known already, for the store to lower the depth of those of them still
 // waiting in the crawl: a URL found again fewer links from a seed than when
 // it was first found takes the smaller depth, so that --depth counts the
 // fewest links from a seed, whatever order the hosts' pages came in. (A page
 // another host links first, deep in that host's pages, would otherwise
 // have its own links left unfollowed.)
-func Closer(found []NewJob, out []Enqueued) map[int][]string {
+func KnownByDepth(found []NewJob, out []Enqueued) map[int][]string {
 	var by map[int][]string
 	for i, j := range found {
 		if j.CrawlID == 0 || !out[i].Duplicate {

@@ -137,7 +137,7 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 			return nil, err
 		}
 	}
-	for depth, keys := range engine.Closer(found, out) {
+	for depth, keys := range engine.KnownByDepth(found, out) {
 		for len(keys) > 0 {
 			chunk := keys[:min(len(keys), insertChunk)]
 			keys = keys[len(chunk):]

@@ -162,7 +162,7 @@ func crawlJobs(ctx context.Context, tx pgx.Tx, crawlID int64, found []engine.New
 			return nil, err
 		}
 	}
-	for depth, keys := range engine.Closer(found, out) {
+	for depth, keys := range engine.KnownByDepth(found, out) {
 		hashes := make([][]byte, len(keys))
 		for i, k := range keys {
 			hashes[i] = keyHash(k)
