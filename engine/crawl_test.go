@@ -509,7 +509,9 @@ func TestCrawl_W1_DepthIsTheFewestLinksFromASeed(t *testing.T) {
 		"/q.html": {body: `the end`},
 	})
 	b.set("/", page{serve: func(w http.ResponseWriter, r *http.Request, n int) {
-		time.Sleep(time.Second) // answers after a's chain is crawled
+		// It answers after a's chain is crawled, and its links are stored
+		// well before b's next request may go, a second after this one.
+		time.Sleep(500 * time.Millisecond)
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<a href="/p.html">p</a>`)
 	}})
