@@ -39,7 +39,7 @@ func (e *Engine) hold(ctx context.Context, ids []int64, from []JobState, to JobS
 	out := make([]int64, len(changed))
 	for i, c := range changed {
 		out[i] = c.ID
-		e.core.Remove(c.ID)
+		e.core.Remove(c.ID, c.Host)
 		e.mu.Lock()
 		if a := e.active[c.ID]; a != nil {
 			a.cancel(errUserStop)

@@ -73,7 +73,7 @@ type Core struct {
 	emptyBuckets bool // hosts start with an empty bucket (see StartBucketsEmpty)
 	hosts        []*host
 	byKey        map[string]*host
-	jobs         map[int64]*host // jobs in a window, by id
+	windowed     int // jobs in windows, over all hosts
 	dispatchSeq  uint64
 	heap         hostHeap
 	probeTimeout int64
@@ -121,7 +121,6 @@ func NewCore(cfg Config) *Core {
 		clock:        cfg.Now,
 		defaults:     compile(def),
 		byKey:        map[string]*host{},
-		jobs:         map[int64]*host{},
 		probeTimeout: int64(cfg.ProbeTimeout),
 		inflightCap:  cfg.GlobalInflight,
 		rng:          rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),

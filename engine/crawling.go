@@ -170,7 +170,7 @@ func (e *Engine) setCrawl(ctx context.Context, id int64, to CrawlState) ([]int64
 			e.core.Add(c.ID, c.Host, c.NotBefore)
 			continue
 		}
-		e.core.Remove(c.ID)
+		e.core.Remove(c.ID, c.Host)
 		e.mu.Lock()
 		if a := e.active[c.ID]; a != nil {
 			a.cancel(errUserStop)

@@ -336,9 +336,7 @@ func (c *Core) ForgetHost(key string, mode forgetMode) (HostState, bool) {
 	if h.heapIdx >= 0 {
 		heap.Remove(&c.heap, h.heapIdx)
 	}
-	for _, e := range h.win {
-		delete(c.jobs, e.key.ID)
-	}
+	c.windowed -= len(h.win)
 	c.inflight -= h.inflight
 	delete(c.byKey, key)
 	c.hosts = slices.DeleteFunc(c.hosts, func(x *host) bool { return x == h })

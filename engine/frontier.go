@@ -70,11 +70,8 @@ func (c *Core) Add(id int64, host string, notBefore time.Time) {
 	c.mu.Lock()
 	now := c.clock()
 	nowM := c.mono(now)
-	if old := c.jobs[id]; old != nil {
-		c.drop(old, id)
-		c.place(old, now, nowM)
-	}
 	h := c.getHost(host, now)
+	c.drop(h, id) // a job's host is its own: if it is in a window, it is in this one
 	e := entry{key: Cursor{NotBefore: nanos(notBefore), ID: id}, due: c.monoOpt(notBefore)}
 	switch {
 	case !h.cursor.Less(e.key):
@@ -106,57 +103,63 @@ func (c *Core) insert(h *host, e entry) {
 		return 0
 	})
 	h.win = slices.Insert(h.win, i, e)
-	c.jobs[e.key.ID] = h
+	c.windowed++
+}
+
+// windowed reports whether job id is in h's window.
+func (h *host) windowed(id int64) bool {
+	return slices.ContainsFunc(h.win, func(e entry) bool { return e.key.ID == id })
 }
 
 // trim leaves to storage the jobs past windowSize, moving the cursor back.
 func (c *Core) trim(h *host) {
 	keep := windowSize(h)
-	for _, e := range h.win[keep:] {
-		delete(c.jobs, e.key.ID)
-	}
+	c.windowed -= len(h.win) - keep
 	h.win = slices.Clip(h.win[:keep])
 	h.cursor = h.win[keep-1].key
 	h.more = true
 	h.gen++
 }
 
-// drop takes job id out of h's window.
-func (c *Core) drop(h *host, id int64) {
-	delete(c.jobs, id)
-	if i := slices.IndexFunc(h.win, func(e entry) bool { return e.key.ID == id }); i >= 0 {
-		h.win = slices.Delete(h.win, i, i+1)
+// drop takes job id out of h's window and reports whether it was there.
+func (c *Core) drop(h *host, id int64) bool {
+	i := slices.IndexFunc(h.win, func(e entry) bool { return e.key.ID == id })
+	if i < 0 {
+		return false
 	}
+	h.win = slices.Delete(h.win, i, i+1)
+	c.windowed--
+	return true
 }
 
 // take pops the first job of h's window (the one due dispatches).
 func (c *Core) take(h *host) int64 {
 	id := h.win[0].key.ID
-	delete(c.jobs, id)
 	h.win = slices.Delete(h.win, 0, 1)
+	c.windowed--
 	return id
 }
 
-// Remove takes a queued job out of its window (a person paused or
-// cancelled it) and reports whether it was in one. A job that is only in
+// Remove takes a queued job of host out of its window (a person paused
+// or cancelled it) and reports whether it was in it. A job that is only in
 // storage needs nothing: the Store no longer has it queued.
-func (c *Core) Remove(id int64) bool {
+func (c *Core) Remove(id int64, host string) bool {
 	c.mu.Lock()
-	h := c.jobs[id]
-	if h != nil {
-		c.drop(h, id)
+	h := c.byKey[host]
+	in := h != nil && c.drop(h, id)
+	if in {
 		now := c.clock()
 		c.place(h, now, c.mono(now))
 	}
 	c.unlock()
-	return h != nil
+	return in
 }
 
 // Queued returns the number of jobs in windows.
 func (c *Core) Queued() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.jobs)
+	return c.windowed
 }
 
 // wantRefill asks for a refill of h's window when it runs low and storage
@@ -216,7 +219,7 @@ func (c *Core) Refilled(r Refill, jobs []Queued, err error) {
 	h.refill = refillNone
 	if err == nil && r.gen == h.gen {
 		for _, q := range jobs {
-			if c.jobs[q.ID] != nil {
+			if h.windowed(q.ID) {
 				continue
 			}
 			e := entry{key: Cursor{NotBefore: nanos(q.NotBefore), ID: q.ID}, due: c.monoOpt(q.NotBefore)}

@@ -100,9 +100,10 @@ func (m *memStore) dropLocked(id int64) bool {
 // was queued.
 func (m *memStore) remove(id int64) bool {
 	m.mu.Lock()
+	host := m.host[id]
 	ok := m.dropLocked(id)
 	m.mu.Unlock()
-	m.c.Remove(id)
+	m.c.Remove(id, host)
 	return ok
 }
 

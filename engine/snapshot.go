@@ -133,7 +133,7 @@ func (c *Core) HostSnapshot(host string) (HostSnapshot, bool) {
 func (c *Core) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return Stats{Hosts: len(c.hosts), Windowed: len(c.jobs), Inflight: c.inflight, InflightCap: c.inflightCap,
+	return Stats{Hosts: len(c.hosts), Windowed: c.windowed, Inflight: c.inflight, InflightCap: c.inflightCap,
 		GlobalRatePerSec: c.globalRate, PausedAll: c.pausedAll, Refilling: len(c.refills) > 0 || c.refillsOut > 0}
 }
 

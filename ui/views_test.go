@@ -246,7 +246,7 @@ func TestJobs_U5_OnlyTheActionsOfTheSelectedJobsStateAreOn(t *testing.T) {
 	for _, s := range []engine.JobState{engine.JobActive, engine.JobDone, engine.JobFailed} {
 		_, err := h.db.Start(ctx, id[s], string(s)+".part")
 		require.NoError(t, err)
-		core.Remove(id[s])
+		core.Remove(id[s], "st.example")
 	}
 	finish(t, h.db, engine.End{JobID: id[engine.JobDone], State: engine.JobDone, File: "done.bin", SHA256: "ab12"})
 	finish(t, h.db, engine.End{JobID: id[engine.JobFailed], State: engine.JobFailed, Error: "HTTP 404", Status: 404})
@@ -256,7 +256,7 @@ func TestJobs_U5_OnlyTheActionsOfTheSelectedJobsStateAreOn(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.db.SetState(ctx, []int64{id[engine.JobSkipped]}, []engine.JobState{engine.JobQueued}, engine.JobSkipped)
 	require.NoError(t, err)
-	core.Remove(id[engine.JobSkipped])
+	core.Remove(id[engine.JobSkipped], "st.example")
 
 	jv := h.w.jobs
 	jv.reload()
@@ -292,7 +292,7 @@ func TestJobs_U5_NewestFirstWithTotalAndDoneJobsDetails(t *testing.T) {
 	rep := h.add(t, "https://n.example/a https://n.example/b https://n.example/c")
 	_, err := h.db.Start(ctx, rep.Queued[0], "a.part")
 	require.NoError(t, err)
-	h.eng.Core().Remove(rep.Queued[0])
+	h.eng.Core().Remove(rep.Queued[0], "n.example")
 	require.NoError(t, h.db.RecordAttempt(engine.Attempt{JobID: rep.Queued[0], URL: "https://n.example/a", Host: "n.example",
 		Attempt: 1, StartedAt: time.Now().Add(-2 * time.Second), Duration: 2 * time.Second, Status: 200, Outcome: "ok", Bytes: 2 << 20}))
 	finish(t, h.db, engine.End{JobID: rep.Queued[0], State: engine.JobDone, File: "a", SHA256: "ff",
@@ -416,7 +416,7 @@ func TestPaste_F3_DownloadAgainSaysItKeepsTheFile(t *testing.T) {
 	rep := h.add(t, "https://again.example/docs/report.pdf")
 	_, err := h.db.Start(ctx, rep.Queued[0], "report.pdf.part")
 	require.NoError(t, err)
-	h.eng.Core().Remove(rep.Queued[0])
+	h.eng.Core().Remove(rep.Queued[0], "again.example")
 	finish(t, h.db, engine.End{JobID: rep.Queued[0], State: engine.JobDone, File: "report.pdf", SHA256: "ab"})
 	require.NoError(t, os.MkdirAll(h.w.opt.Dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(h.w.opt.Dir, "report.pdf"), []byte("x"), 0o644))

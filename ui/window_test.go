@@ -415,7 +415,7 @@ func TestHosts_U1_TokensInflightAndJobCounts(t *testing.T) {
 	require.NoError(t, err)
 	finish(t, h.db, engine.End{JobID: rep.Queued[2], State: engine.JobFailed,
 		Error: "HTTP 404", Status: 404})
-	h.eng.Core().Remove(rep.Queued[2])
+	h.eng.Core().Remove(rep.Queued[2], "busy.example")
 	core := h.eng.Core()
 	now := time.Now()
 	d, ok, _ := core.Next(now.Add(time.Millisecond))
