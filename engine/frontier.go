@@ -106,9 +106,9 @@ func (c *Core) insert(h *host, e entry) {
 	c.windowed++
 }
 
-// windowed reports whether job id is in h's window.
-func (h *host) windowed(id int64) bool {
-	return slices.ContainsFunc(h.win, func(e entry) bool { return e.key.ID == id })
+// indexOf is the place of job id in h's window, -1 when it is not there.
+func (h *host) indexOf(id int64) int {
+	return slices.IndexFunc(h.win, func(e entry) bool { return e.key.ID == id })
 }
 
 // trim leaves to storage the jobs past windowSize, moving the cursor back.
@@ -123,7 +123,7 @@ func (c *Core) trim(h *host) {
 
 // drop takes job id out of h's window and reports whether it was there.
 func (c *Core) drop(h *host, id int64) bool {
-	i := slices.IndexFunc(h.win, func(e entry) bool { return e.key.ID == id })
+	i := h.indexOf(id)
 	if i < 0 {
 		return false
 	}
@@ -219,7 +219,7 @@ func (c *Core) Refilled(r Refill, jobs []Queued, err error) {
 	h.refill = refillNone
 	if err == nil && r.gen == h.gen {
 		for _, q := range jobs {
-			if h.windowed(q.ID) {
+			if h.indexOf(q.ID) >= 0 {
 				continue
 			}
 			e := entry{key: Cursor{NotBefore: nanos(q.NotBefore), ID: q.ID}, due: c.monoOpt(q.NotBefore)}

@@ -82,12 +82,10 @@ func RedactHeader(line string) string {
 	return name + ": ***"
 }
 
+// secretHeader reports a header name that may carry a secret:
+// Authorization, Proxy-Authorization and Cookie among them.
 func secretHeader(name string) bool {
 	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
 	for _, w := range []string{"auth", "token", "key", "secret", "session", "password", "cookie"} {
 		if strings.Contains(n, w) {
 			return true

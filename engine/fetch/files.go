@@ -111,17 +111,7 @@ func (f *Fetcher) free(name, suffix string, taken func(string) bool) (string, er
 // engine records it for the job before the file is created (J3, F4), so that
 // every part in the folder is one the database knows.
 func (f *Fetcher) PartFor(userURL *url.URL, taken func(string) bool) string {
-	name := urlName(userURL)
-	if name == "" {
-		name = fallbackName
-	}
-	part, err := f.free(name, partSuffix, taken)
-	if err != nil {
-		// Nothing free under a million copies, or the folder unreadable:
-		// the create fails with the reason.
-		return name + partSuffix
-	}
-	return part
+	return f.partNamed(partBase(userURL), taken)
 }
 
 // PartForJob is PartFor with the job's id in the name ("f.iso.5006.part"):
@@ -129,13 +119,23 @@ func (f *Fetcher) PartFor(userURL *url.URL, taken func(string) bool) string {
 // as the several workers of a fleet, each with its own folder, may have
 // recorded parts of the same names.
 func (f *Fetcher) PartForJob(userURL *url.URL, id int64, taken func(string) bool) string {
-	name := urlName(userURL)
-	if name == "" {
-		name = fallbackName
+	return f.partNamed(partBase(userURL)+"."+strconv.FormatInt(id, 10), taken)
+}
+
+// partBase is the name a part of userURL's download starts from.
+func partBase(userURL *url.URL) string {
+	if name := urlName(userURL); name != "" {
+		return name
 	}
-	name += "." + strconv.FormatInt(id, 10)
+	return fallbackName
+}
+
+// partNamed is the first free part name of name's candidates.
+func (f *Fetcher) partNamed(name string, taken func(string) bool) string {
 	part, err := f.free(name, partSuffix, taken)
 	if err != nil {
+		// Nothing free under a million copies, or the folder unreadable:
+		// the create fails with the reason.
 		return name + partSuffix
 	}
 	return part
