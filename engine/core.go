@@ -74,6 +74,7 @@ type Core struct {
 	hosts        []*host
 	byKey        map[string]*host
 	windowed     int // jobs in windows, over all hosts
+	windowBudget int // see windowBudget
 	dispatchSeq  uint64
 	heap         hostHeap
 	probeTimeout int64
@@ -121,6 +122,7 @@ func NewCore(cfg Config) *Core {
 		clock:        cfg.Now,
 		defaults:     compile(def),
 		byKey:        map[string]*host{},
+		windowBudget: windowBudget,
 		probeTimeout: int64(cfg.ProbeTimeout),
 		inflightCap:  cfg.GlobalInflight,
 		rng:          rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),

@@ -39,19 +39,32 @@ const (
 )
 
 // windowSize is how many jobs a host's window is refilled to: enough for
-// its in-flight cap (up to maxWindowInflight) plus a few; lowMark is the
-// size below which it asks for a refill, and maxWindow the size past which
-// jobs queued into it are left to storage.
-func windowSize(h *host) int { return min(h.tun.MaxInflight, maxWindowInflight) + 8 }
-func lowMark(h *host) int    { return min(h.tun.MaxInflight, maxWindowInflight) + 2 }
+// its in-flight cap (up to maxWindowInflight) plus a few, as long as the
+// windows of all hosts fit the core's budget (windowBudget); with more hosts than that allows,
+// each holds its next few (at least minWindow). lowMark is the size below
+// which it asks for a refill, and maxWindow the size past which jobs queued
+// into it are left to storage.
+func (c *Core) windowSize(h *host) int {
+	full := min(h.tun.MaxInflight, maxWindowInflight) + 8
+	return max(min(full, c.windowBudget/max(len(c.byKey), 1)), minWindow)
+}
+func (c *Core) lowMark(h *host) int   { n := c.windowSize(h); return max(n-6, (n+1)/2) }
+func (c *Core) maxWindow(h *host) int { return 2 * c.windowSize(h) }
 
 // maxWindowInflight bounds the in-flight cap a window is sized for: a host
 // allowed 256 requests at once holds 40 jobs in memory, not 264, and is
-// refilled a little more often — memory grows with hosts, not with their
-// caps times hosts (Q1).
+// refilled a little more often.
 const maxWindowInflight = 32
 
-func maxWindow(h *host) int { return 2 * windowSize(h) }
+// windowBudget is how many jobs all windows hold together before each is
+// cut toward minWindow: some 6 MiB of entries. A thousand hosts get whole
+// windows; a hundred thousand hold their next three each, since all of
+// them together cannot have more in flight than the engine has workers.
+// Memory thus stays flat however long each host's queue is (Q1).
+const (
+	windowBudget = 1 << 18
+	minWindow    = 3
+)
 
 // nanos is t as the Store orders it: unix nanoseconds of the wall clock,
 // 0 for the zero time.
@@ -76,14 +89,14 @@ func (c *Core) Add(id int64, host string, notBefore time.Time) {
 	switch {
 	case !h.cursor.Less(e.key):
 		c.insert(h, e)
-	case !h.more && len(h.win) < windowSize(h):
+	case !h.more && len(h.win) < c.windowSize(h):
 		c.insert(h, e)
 		h.cursor = e.key
 	default: // storage holds it; a refill brings it
 		h.more = true
 		h.gen++
 	}
-	if len(h.win) > maxWindow(h) {
+	if len(h.win) > c.maxWindow(h) {
 		c.trim(h)
 	}
 	c.place(h, now, nowM)
@@ -113,7 +126,7 @@ func (h *host) indexOf(id int64) int {
 
 // trim leaves to storage the jobs past windowSize, moving the cursor back.
 func (c *Core) trim(h *host) {
-	keep := windowSize(h)
+	keep := c.windowSize(h)
 	c.windowed -= len(h.win) - keep
 	h.win = slices.Clip(h.win[:keep])
 	h.cursor = h.win[keep-1].key
@@ -166,7 +179,7 @@ func (c *Core) Queued() int {
 // may hold more (called by place, under the lock). A paused host waits:
 // its window is refilled when it resumes.
 func (c *Core) wantRefill(h *host) {
-	if !h.more || h.refill != refillNone || h.paused || len(h.win) >= lowMark(h) {
+	if !h.more || h.refill != refillNone || h.paused || len(h.win) >= c.lowMark(h) {
 		return
 	}
 	h.refill = refillWanted
@@ -198,7 +211,7 @@ func (c *Core) Refills(most int) []Refill {
 	out := make([]Refill, 0, n)
 	for _, h := range c.refills[:n] {
 		h.refill = refillRunning
-		out = append(out, Refill{Host: h.key, After: h.cursor, N: max(windowSize(h)-len(h.win), 1), gen: h.gen, h: h})
+		out = append(out, Refill{Host: h.key, After: h.cursor, N: max(c.windowSize(h)-len(h.win), 1), gen: h.gen, h: h})
 	}
 	c.refills = slices.Delete(c.refills, 0, n)
 	c.refillsOut += n

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ func TestFrontier_Q1_WindowHoldsAFewAndRefillsInOrder(t *testing.T) {
 	h.c.mu.Lock()
 	win := len(h.c.byKey["a"].win)
 	h.c.mu.Unlock()
-	assert.LessOrEqual(t, win, maxWindow(h.c.byKey["a"]), "the window is small, not the queue")
+	assert.LessOrEqual(t, win, h.c.maxWindow(h.c.byKey["a"]), "the window is small, not the queue")
 	var got []int64
 	for range 1000 {
 		d := h.mustNext()
@@ -28,6 +29,44 @@ func TestFrontier_Q1_WindowHoldsAFewAndRefillsInOrder(t *testing.T) {
 		require.Equal(t, int64(i+1), id, "queue order kept across refills")
 	}
 	h.none()
+}
+
+// Q1: the windows of all hosts share one budget. With more hosts than it
+// allows whole windows for, each holds its next few jobs only, so memory
+// does not grow with the length of each host's queue; every job is still
+// dispatched, each host's in queue order.
+func TestFrontier_Q1_ManyHostsShareTheWindowBudget(t *testing.T) {
+	h := newHarness(t, fast())
+	h.c.windowBudget = 100
+	const hosts, each = 50, 30
+	for i := range hosts { // the hosts are known first, as at start from the hosts table
+		h.add(int64(1+i*each), fmt.Sprintf("h%02d", i), time.Time{})
+	}
+	for i := range hosts {
+		h.addN(fmt.Sprintf("h%02d", i), 2+i*each, each-1)
+	}
+	h.q.serve()
+	h.c.mu.Lock()
+	assert.Equal(t, minWindow, h.c.windowSize(h.c.byKey["h00"]), "100 entries over 50 hosts: each gets the least")
+	assert.LessOrEqual(t, h.c.windowed, hosts*h.c.maxWindow(h.c.byKey["h00"]), "windows stay small, not the queue")
+	h.c.mu.Unlock()
+
+	last := map[string]int64{}
+	for range hosts * each {
+		d := h.mustNext()
+		assert.Greater(t, d.JobID, last[d.Host], "host %s in queue order across refills", d.Host)
+		last[d.Host] = d.JobID
+		h.observe(d, 200, "")
+		h.q.serve()
+		h.c.mu.Lock()
+		require.LessOrEqual(t, h.c.windowed, hosts*h.c.maxWindow(h.c.byKey["h00"]))
+		h.c.mu.Unlock()
+	}
+	h.none()
+	assert.Len(t, last, hosts)
+	for i := range hosts {
+		assert.Equal(t, int64((i+1)*each), last[fmt.Sprintf("h%02d", i)], "every job of host %d dispatched", i)
+	}
 }
 
 // G2 with Q1: a host whose window is refilled many times keeps its exact

@@ -177,7 +177,7 @@ func TestScheduler_AddRemove(t *testing.T) {
 	for i := 100; i < 590; i++ {
 		require.True(t, h.remove(int64(i)))
 	}
-	assert.LessOrEqual(t, len(h.c.byKey["c"].win), maxWindow(h.c.byKey["c"]))
+	assert.LessOrEqual(t, len(h.c.byKey["c"].win), h.c.maxWindow(h.c.byKey["c"]))
 	assert.Len(t, h.drain(), 10)
 }
 
