@@ -365,7 +365,7 @@ func (db *DB) commitBatch() {
 	done := make(chan struct{})
 	db.batch = done
 	db.mu.Unlock()
-	err := db.run(context.Background(), func(tx pgx.Tx) error { return all(tx, ops) })
+	err := db.all(ops)
 	db.mu.Lock()
 	if err != nil {
 		db.mu.Unlock()
@@ -412,17 +412,20 @@ func execStmt(ctx context.Context, tx pgx.Tx, sql string, args []any) error {
 	return err
 }
 
-// all runs the queued writes ops in tx, in order, sent together: one round trip for the lot,
-// so that a batch holds the rows it writes (hosts' among them) for as short a time as it can.
-func all(tx pgx.Tx, ops []stmt) error {
+// all commits the queued writes ops, in order, sent together in one round trip: PostgreSQL runs
+// the statements of one batch in one implicit transaction, so they commit or fail together, and a
+// batch holds the rows it writes (hosts' among them) for as short a time as it can.
+func (db *DB) all(ops []stmt) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	b := &pgx.Batch{}
-	for _, op := range ops {
-		b.Queue(op.sql, op.args...)
-	}
-	return tx.SendBatch(context.Background(), b).Close()
+	return db.retry(func() error {
+		b := &pgx.Batch{}
+		for _, op := range ops {
+			b.Queue(op.sql, op.args...)
+		}
+		return db.pool.SendBatch(context.Background(), b).Close()
+	})
 }
 
 // oneByOne commits each of ops in a transaction of its own, after they failed together, so that
@@ -430,8 +433,9 @@ func all(tx pgx.Tx, ops []stmt) error {
 func (db *DB) oneByOne(ops []stmt) {
 	var errs []error
 	for _, op := range ops {
-		if err := db.run(context.Background(), func(tx pgx.Tx) error {
-			return execStmt(context.Background(), tx, op.sql, op.args)
+		if err := db.retry(func() error {
+			_, err := db.pool.Exec(context.Background(), op.sql, op.args...)
+			return err
 		}); err != nil {
 			errs = append(errs, err)
 		}
@@ -441,13 +445,18 @@ func (db *DB) oneByOne(ops []stmt) {
 	db.mu.Unlock()
 }
 
-// tx runs f, a waited write, in a transaction and commits it, after committing the queued writes
-// before it in one of their own (S5: a queued write is committed by the next waited one). They
-// are not put in f's transaction: a batch of host states would hold many hosts' rows until f's
-// own statements were done, and every other start and finish on those hosts would queue behind
-// it. If they fail together, they are committed one by one, their errors kept for Flush. When tx
-// returns, a batch the background was committing when tx began has committed too.
+// tx runs f, a waited write, in a transaction and commits it (see waited).
 func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
+	return db.waited(func() error { return db.run(ctx, f) })
+}
+
+// waited runs f, a waited write, after committing the queued writes before it in a transaction of
+// their own (S5: a queued write is committed by the next waited one). They are not put in f's
+// transaction: a batch of host states would hold many hosts' rows until f's own statements were
+// done, and every other start and finish on those hosts would queue behind it. If they fail
+// together, they are committed one by one, their errors kept for Flush. When waited returns, a
+// batch the background was committing when it began has committed too.
+func (db *DB) waited(f func() error) error {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -456,12 +465,10 @@ func (db *DB) tx(ctx context.Context, f func(pgx.Tx) error) error {
 	ops, batch := db.pending, db.batch
 	db.pending = nil
 	db.mu.Unlock()
-	if len(ops) > 0 {
-		if err := db.run(context.Background(), func(tx pgx.Tx) error { return all(tx, ops) }); err != nil {
-			db.oneByOne(ops)
-		}
+	if err := db.all(ops); err != nil {
+		db.oneByOne(ops)
 	}
-	err := db.run(ctx, f)
+	err := f()
 	if batch != nil {
 		<-batch
 	}

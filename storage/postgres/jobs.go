@@ -361,38 +361,29 @@ func orNothing(member bool, n int) string {
 // state and the history row are recorded, and Finish returns ErrNotQueued; a job whose host this
 // process no longer leases is left as it is, and Finish returns ErrNotLeased.
 func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
+	now := nanos(now())
+	q, args, err := db.ending(end, now)
+	if err != nil {
+		return nil, err
+	}
+	if len(end.Found) == 0 {
+		// The common end, a file without links: one statement, its own transaction, one round trip.
+		var ended bool
+		err := db.waited(func() error {
+			return db.retry(func() error {
+				var err error
+				ended, err = db.endAlone(ctx, q, args, end)
+				return err
+			})
+		})
+		if err != nil || ended {
+			return nil, err
+		}
+	}
 	var kept error
 	var found []engine.Enqueued
-	err := db.tx(ctx, func(tx pgx.Tx) error {
+	err = db.tx(ctx, func(tx pgx.Tx) error {
 		kept, found = nil, nil
-		now := nanos(now())
-		r := end.Resume
-		give, thr := 0, 0
-		if end.GiveBack {
-			give = 1
-		}
-		if end.Throttled {
-			thr = 1
-		}
-		var q string
-		var args []any
-		switch end.State {
-		case engine.JobDone:
-			q = `UPDATE jobs SET state = 'done', file = $2, name = $3, bytes = $4, size = $5, sha256 = $6,
-				etag = $7, last_modified = $8, last_error = $9, last_status = $10, updated_at = $11
-				WHERE id = $1 AND state = 'active'` + db.fence(12) + orNothing(db.member, 12)
-			args = []any{end.JobID, end.File, r.Name, r.Bytes, r.Size, end.SHA256, r.ETag, r.LastModified, end.Error,
-				end.Status, now, db.token}
-		case engine.JobQueued, engine.JobFailed, engine.JobSkipped:
-			q = `UPDATE jobs SET state = $2, not_before = $3, attempts = greatest(attempts - $4, 0),
-				throttled = throttled + $5, part = $6, bytes = $7, size = $8, etag = $9, last_modified = $10,
-				name = $11, last_error = $12, last_status = $13, updated_at = $14
-				WHERE id = $1 AND state = 'active'` + db.fence(15) + orNothing(db.member, 15)
-			args = []any{end.JobID, string(end.State), nanos(end.NotBefore), give, thr, r.Part, r.Bytes, r.Size,
-				r.ETag, r.LastModified, r.Name, end.Error, end.Status, now, db.token}
-		default:
-			return fmt.Errorf("postgres: Finish: a job does not end %q", end.State)
-		}
 		tag, err := tx.Exec(ctx, q, args...)
 		if err != nil {
 			return err
@@ -418,6 +409,7 @@ func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, er
 			}
 		}
 		// Paused or cancelled meanwhile: what is on disk is kept for its resume.
+		r := end.Resume
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET part = $2, bytes = $3, size = $4, etag = $5, last_modified = $6,
 			name = $7, updated_at = $8 WHERE id = $1 AND state IN ('paused', 'cancelled')`,
 			end.JobID, r.Part, r.Bytes, r.Size, r.ETag, r.LastModified, r.Name, now); err != nil {
@@ -432,6 +424,61 @@ func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, er
 		return nil, err
 	}
 	return found, kept
+}
+
+// ending is the statement that moves an active job to end's state, at now; in the fleet, only
+// under the lease it was started with.
+func (db *DB) ending(end engine.End, now int64) (string, []any, error) {
+	r := end.Resume
+	give, thr := 0, 0
+	if end.GiveBack {
+		give = 1
+	}
+	if end.Throttled {
+		thr = 1
+	}
+	switch end.State {
+	case engine.JobDone:
+		return `UPDATE jobs SET state = 'done', file = $2, name = $3, bytes = $4, size = $5, sha256 = $6,
+			etag = $7, last_modified = $8, last_error = $9, last_status = $10, updated_at = $11
+			WHERE id = $1 AND state = 'active'` + db.fence(12) + orNothing(db.member, 12),
+			[]any{end.JobID, end.File, r.Name, r.Bytes, r.Size, end.SHA256, r.ETag, r.LastModified, end.Error,
+				end.Status, now, db.token}, nil
+	case engine.JobQueued, engine.JobFailed, engine.JobSkipped:
+		return `UPDATE jobs SET state = $2, not_before = $3, attempts = greatest(attempts - $4, 0),
+			throttled = throttled + $5, part = $6, bytes = $7, size = $8, etag = $9, last_modified = $10,
+			name = $11, last_error = $12, last_status = $13, updated_at = $14
+			WHERE id = $1 AND state = 'active'` + db.fence(15) + orNothing(db.member, 15),
+			[]any{end.JobID, string(end.State), nanos(end.NotBefore), give, thr, r.Part, r.Bytes, r.Size,
+				r.ETag, r.LastModified, r.Name, end.Error, end.Status, now, db.token}, nil
+	}
+	return "", nil, fmt.Errorf("postgres: Finish: a job does not end %q", end.State)
+}
+
+// endAlone runs ending's statement q with its history row and, for a crawled page, its crawl's
+// counts, as one statement, and reports whether the job was active (else nothing changed). It
+// serves an end without links: one with links queues them in the same transaction (W8).
+func (db *DB) endAlone(ctx context.Context, q string, args []any, end engine.End) (bool, error) {
+	var bytes int64
+	if end.State == engine.JobDone {
+		bytes = end.Resume.Bytes
+	}
+	n := len(args)
+	args = append(args, end.OutOfScope, bytes)
+	attempt := ""
+	if end.Attempt != nil {
+		attempt = `, history AS (` + attemptInsert + `SELECT ` + params(n+3, attemptColumns) + ` FROM ended)`
+		args = append(args, attemptArgs(*end.Attempt)...)
+	}
+	stmt := `WITH ended AS (` + q + ` RETURNING jobs.crawl_id)` + attempt + `,
+		crawl AS (UPDATE crawls SET out_of_scope = out_of_scope + $` + strconv.Itoa(n+1) + `,
+			bytes = bytes + $` + strconv.Itoa(n+2) + ` FROM ended WHERE crawls.id = ended.crawl_id)
+		SELECT count(*) FROM ended`
+	var ended int
+	if err := db.pool.QueryRow(ctx, stmt, args...).Scan(&ended); err != nil {
+		return false, err
+	}
+	return ended == 1, nil
 }
 
 // Rename records a done job's final name anew, before its part takes it (F3).
@@ -531,11 +578,30 @@ func (db *DB) RecordAttempt(a engine.Attempt) error {
 
 // insertAttempt is the statement that adds a's history row, and its arguments.
 func insertAttempt(a engine.Attempt) (string, []any) {
-	return `INSERT INTO attempts (job_id, url, host, attempt, throttled, started_at, duration_ns,
-		status, outcome, bytes, error, retry_after_ms, backoff_level, breaker_state)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		[]any{a.JobID, a.URL, a.Host, a.Attempt, a.Throttled, nanos(a.StartedAt), int64(a.Duration), a.Status, a.Outcome,
-			a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.Level, a.Breaker.String()}
+	return attemptInsert + `VALUES (` + params(1, attemptColumns) + `)`, attemptArgs(a)
+}
+
+// attemptInsert, attemptColumns and attemptArgs make a history row's INSERT.
+const attemptInsert = `INSERT INTO attempts (job_id, url, host, attempt, throttled, started_at, duration_ns,
+	status, outcome, bytes, error, retry_after_ms, backoff_level, breaker_state) `
+
+var attemptColumns = strings.Count(attemptInsert, ",") + 1
+
+func attemptArgs(a engine.Attempt) []any {
+	return []any{a.JobID, a.URL, a.Host, a.Attempt, a.Throttled, nanos(a.StartedAt), int64(a.Duration), a.Status,
+		a.Outcome, a.Bytes, a.Error, a.RetryAfter.Milliseconds(), a.Level, a.Breaker.String()}
+}
+
+// params is n statement parameters from $from: "$from, $from+1, …".
+func params(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(from+i))
+	}
+	return b.String()
 }
 
 const attemptCols = `id, job_id, url, host, attempt, throttled, started_at, duration_ns, status, outcome, bytes,
