@@ -71,6 +71,7 @@ type Core struct {
 
 	defaults     *tunables
 	emptyBuckets bool // hosts start with an empty bucket (see StartBucketsEmpty)
+	leasedOnly   bool // a fleet worker's: Add feeds only the hosts it holds (see Core.Add)
 	hosts        []*host
 	byKey        map[string]*host
 	windowed     int // jobs in windows, over all hosts

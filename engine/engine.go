@@ -186,6 +186,7 @@ func New(ctx context.Context, store Store, opt Options) (*Engine, error) {
 		Seed:             opt.Seed,
 		OnEvent:          e.onEvent,
 	})
+	e.core.leasedOnly = e.fleet != nil
 	if opt.SavedLimits {
 		paused, err := store.Setting(ctx, pausedAllKey)
 		if err != nil {

@@ -224,6 +224,13 @@ func (e *Engine) giveBack(ctx context.Context, hosts []string, mode forgetMode) 
 		if !ok {
 			continue
 		}
+		if e.ending(h) {
+			// An attempt past its response (Observe) has not recorded its
+			// end yet, and that end is fenced by this lease: given back
+			// now, the end would be refused and the job run twice.
+			e.core.RestoreHost(s, time.Now())
+			continue
+		}
 		released, err := e.fleet.f.Release(ctx, s)
 		if err != nil || !released {
 			if err != nil && ctx.Err() == nil {
@@ -232,6 +239,20 @@ func (e *Engine) giveBack(ctx context.Context, hosts []string, mode forgetMode) 
 			e.core.RestoreHost(s, time.Now()) // kept: its commands come first
 		}
 	}
+}
+
+// ending reports whether an attempt of a job of host is still under way.
+// Once the core has forgotten the host, none can begin: one under way has
+// its response already and records its end.
+func (e *Engine) ending(host string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, a := range e.active {
+		if a.info.Host == host {
+			return true
+		}
+	}
+	return false
 }
 
 // dropHost forgets a host whose lease was lost and stops its attempts:

@@ -79,8 +79,14 @@ func nanos(t time.Time) int64 {
 // notBefore (its retry delay, R4; zero = now), as the Store has it queued.
 // Adding an id that is already in a window moves it. The job then waits
 // for max(notBefore, the host's gate, breaker, tokens, spacing) (R4).
+// A fleet worker's core adds only to the hosts it holds: it runs no host
+// it does not lease, and the claim loop leases one with jobs queued.
 func (c *Core) Add(id int64, host string, notBefore time.Time) {
 	c.mu.Lock()
+	if c.leasedOnly && c.byKey[host] == nil {
+		c.mu.Unlock()
+		return
+	}
 	now := c.clock()
 	nowM := c.mono(now)
 	h := c.getHost(host, now)

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,4 +141,92 @@ func TestFleet_M2_TwoWorkersOneGovernorPerHost(t *testing.T) {
 	var workers int
 	require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(DISTINCT worker) FROM jobs`).Scan(&workers))
 	assert.Equal(t, 2, workers, "the work spread over both")
+}
+
+// slowEnds is a worker's database whose ends take delay to record, and
+// which counts the starts it refused because this worker did not lease
+// the job's host.
+type slowEnds struct {
+	*DB
+	delay   time.Duration
+	refused atomic.Int64
+}
+
+func (s *slowEnds) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
+	job, err := s.DB.Start(ctx, id, part)
+	if errors.Is(err, engine.ErrNotLeased) {
+		s.refused.Add(1)
+	}
+	return job, err
+}
+
+func (s *slowEnds) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, error) {
+	time.Sleep(s.delay)
+	return s.DB.Finish(ctx, end)
+}
+
+// runWorker runs one worker over db until nothing is left, on urls added
+// through it, and returns its database.
+func runWorker(t *testing.T, db *DB, delay time.Duration, urls []string) *slowEnds {
+	ctx := context.Background()
+	s := &slowEnds{DB: db, delay: delay}
+	tun := engine.DefaultTunables()
+	tun.RatePerMin, tun.Burst, tun.MaxInflight, tun.JitterMax = 600, 1, 1, 0
+	e, err := engine.New(ctx, s, engine.Options{Dir: filepath.Join(t.TempDir(), "dl"), Defaults: tun, Workers: 8})
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = e.Add(ctx, strings.Join(urls, "\n"))
+	require.NoError(t, err)
+	run, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	require.NoError(t, e.RunUntilIdle(run))
+	return s
+}
+
+// M2: a host's lease is given back only once the end of its last attempt
+// is recorded. That end is fenced by the lease: given back between the
+// response and the end, the end would be refused, the job left active,
+// and the next claim of the host would queue it again and fetch it twice.
+func TestFleet_M2_AHostIsGivenBackOnlyAfterItsLastEnd(t *testing.T) {
+	db, _ := open(t, WithWorker("w"), WithLease(3*time.Second))
+	var sites []*politeSite
+	var urls []string
+	for i := range 2 {
+		s := newPoliteSite(t)
+		sites = append(sites, s)
+		urls = append(urls, fmt.Sprintf("%s/only-%d.bin", s.URL, i))
+	}
+	// Longer than a few turns of the claim loop (a quarter second each),
+	// which gives back the hosts with nothing queued or in flight.
+	runWorker(t, db, 800*time.Millisecond, urls)
+	for _, s := range sites {
+		s.mu.Lock()
+		for p, n := range s.served {
+			assert.Equal(t, 1, n, "%s served once", p)
+		}
+		s.mu.Unlock()
+	}
+	c, err := db.Counts(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c.Done)
+}
+
+// M2: a worker runs only the hosts it leases, even those of the URLs added
+// through it: their jobs wait for the claim, and no start of one is
+// refused for want of its lease.
+func TestFleet_M2_AddedJobsWaitForTheirHostsLease(t *testing.T) {
+	db, _ := open(t, WithWorker("w"), WithLease(3*time.Second))
+	var urls []string
+	sites := make([]*politeSite, 4)
+	for i := range sites {
+		sites[i] = newPoliteSite(t)
+		for j := range 5 {
+			urls = append(urls, fmt.Sprintf("%s/f%d-%d.bin", sites[i].URL, i, j))
+		}
+	}
+	s := runWorker(t, db, 0, urls)
+	assert.Zero(t, s.refused.Load(), "starts refused: their host was not leased")
+	c, err := db.Counts(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, int64(20), c.Done)
 }
