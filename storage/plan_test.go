@@ -159,6 +159,7 @@ func TestQueryPlans_Q1_IndexesForScale(t *testing.T) {
 		}, []string{"INDEX jobs_queue (host=?"}, nil, ""},
 		{"hosts and their counts", func() error { return some(db.Hosts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
 		{"counts over all hosts", func() error { return some(db.Counts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
+		{"job counts of every host", func() error { return some(db.HostCounts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
 		{"one job", func() error { return some(db.Job(bg, ids[0])) }, []string{"INTEGER PRIMARY KEY (rowid=?)"}, nil, ""},
 		{"jobs page", func() error { return some(db.Jobs(bg, engine.JobQuery{AfterID: 1, Limit: 100})) },
 			[]string{"INTEGER PRIMARY KEY (rowid>?)"}, nil, ""},

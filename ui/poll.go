@@ -173,19 +173,17 @@ func (p *poller) getView() (sortSpec, string) {
 // thread, every few seconds), and what Heed knows of each host's
 // robots.txt, which changes about as often.
 func (p *poller) loadCounts() {
-	hosts, err := p.eng.Reader().Hosts(bgCtx)
+	c, err := p.eng.Reader().HostCounts(bgCtx)
 	if err != nil {
 		return
 	}
-	c := make(map[string]engine.Counts, len(hosts))
 	var robots map[string]engine.RobotsView
-	for _, h := range hosts {
-		c[h.Host] = h.Counts
-		if v, ok := p.eng.Robots(h.Host); ok {
+	for host := range c {
+		if v, ok := p.eng.Robots(host); ok {
 			if robots == nil {
 				robots = map[string]engine.RobotsView{}
 			}
-			robots[h.Host] = v
+			robots[host] = v
 		}
 	}
 	p.countsMu.Lock()

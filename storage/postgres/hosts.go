@@ -151,6 +151,27 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	return out, rows.Err()
 }
 
+// HostCounts returns the job counts of every host that has a counts row, by host.
+func (db *DB) HostCounts(ctx context.Context) (map[string]engine.Counts, error) {
+	rows, err := db.pool.Query(ctx, `SELECT host, queued, active, paused_jobs, done, failed, cancelled, skipped
+		FROM host_counts`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]engine.Counts{}
+	for rows.Next() {
+		var host string
+		var c engine.Counts
+		if err := rows.Scan(&host, &c.Queued, &c.Active, &c.Paused, &c.Done, &c.Failed, &c.Cancelled,
+			&c.Skipped); err != nil {
+			return nil, err
+		}
+		out[host] = c
+	}
+	return out, rows.Err()
+}
+
 // HostEvents returns up to limit events of host, newest first (limit 0 = all).
 func (db *DB) HostEvents(ctx context.Context, host string, limit int) ([]engine.Event, error) {
 	q := `SELECT host, at, kind, detail FROM host_events WHERE host = $1 ORDER BY id DESC`

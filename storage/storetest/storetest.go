@@ -247,7 +247,8 @@ func jobCounts(t testing.TB, s engine.Reader) map[string]engine.Counts {
 	return out
 }
 
-// hostCounts returns the counts Hosts reports, by host, leaving out hosts without jobs.
+// hostCounts returns the counts Hosts reports, by host, leaving out hosts without jobs, and
+// checks that HostCounts reports the same.
 func hostCounts(t testing.TB, s engine.Reader) map[string]engine.Counts {
 	t.Helper()
 	hs, err := s.Hosts(bg)
@@ -258,6 +259,14 @@ func hostCounts(t testing.TB, s engine.Reader) map[string]engine.Counts {
 			out[h.Host] = h.Counts
 		}
 	}
+	polled, err := s.HostCounts(bg)
+	require.NoError(t, err)
+	for host, c := range polled {
+		if c == (engine.Counts{}) {
+			delete(polled, host)
+		}
+	}
+	assert.Equal(t, out, polled, "HostCounts reports what Hosts does")
 	return out
 }
 

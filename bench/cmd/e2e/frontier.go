@@ -70,12 +70,13 @@ type pageTiming struct {
 type hostsCheck struct {
 	Rows                       int
 	Call, CallMax              time.Duration // Reader.Hosts, median and slowest of 5
+	Poll, PollMax              time.Duration // Reader.HostCounts (what the window reads each second), the same
 	CLI                        bench.Measure // heed hosts --json --db COPY
 	CLILines                   int
 	Mismatched                 int           // hosts whose counts differ from a count of their jobs
 	Queued, Done               int64         // sums over the hosts rows
 	CountedQueued, CountedDone int64         // counted in jobs
-	Change                     time.Duration // from before a SetState to a Hosts call that shows it, returned
+	Change                     time.Duration // from before a SetState to a HostCounts call that shows it, returned
 	ChangeSeen                 bool
 }
 
@@ -329,6 +330,18 @@ func checkHosts(ctx context.Context, path, heedBin string, rn bench.Runner) (hos
 		}
 	}
 	hc.Call = time.Duration(bench.Median(times))
+	times = times[:0]
+	for range 5 {
+		start := time.Now()
+		if _, err := rd.HostCounts(ctx); err != nil {
+			rd.Close()
+			return hc, err
+		}
+		d := time.Since(start)
+		times = append(times, float64(d))
+		hc.PollMax = max(hc.PollMax, d)
+	}
+	hc.Poll = time.Duration(bench.Median(times))
 	rd.Close()
 
 	var stdout bytes.Buffer
@@ -345,7 +358,7 @@ func checkHosts(ctx context.Context, path, heedBin string, rn bench.Runner) (hos
 		}
 	}
 
-	// A change: one done job queued again, as the window's Retry does, then the hosts listed.
+	// A change: one done job queued again, as the window's Retry does, then the counts read as the window reads them.
 	db, err := storage.Open(path)
 	if err != nil {
 		return hc, err
@@ -370,14 +383,13 @@ func checkHosts(ctx context.Context, path, heedBin string, rn bench.Runner) (hos
 }
 
 func countsOf(ctx context.Context, db *storage.DB, host string) (engine.Counts, error) {
-	hs, err := db.Hosts(ctx)
+	cs, err := db.HostCounts(ctx)
 	if err != nil {
 		return engine.Counts{}, err
 	}
-	for _, h := range hs {
-		if h.Host == host {
-			return h.Counts, nil
-		}
+	c, ok := cs[host]
+	if !ok {
+		return engine.Counts{}, fmt.Errorf("host %s is not listed", host)
 	}
-	return engine.Counts{}, fmt.Errorf("host %s is not listed", host)
+	return c, nil
 }
