@@ -37,11 +37,26 @@ const (
 	benchMeasure = 20 * time.Second
 )
 
-// counter counts the statements sent over pgx connections.
-type counter struct{ n atomic.Int64 }
+// counter counts the statements sent over pgx connections, in all and by
+// their first words while on is set.
+type counter struct {
+	n  atomic.Int64
+	on atomic.Bool
+	mu sync.Mutex
+	by map[string]int
+}
 
-func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	if c.on.Load() {
+		q := strings.Join(strings.Fields(d.SQL), " ")
+		c.mu.Lock()
+		if c.by == nil {
+			c.by = map[string]int{}
+		}
+		c.by[q[:min(len(q), 60)]]++
+		c.mu.Unlock()
+	}
 	return ctx
 }
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
@@ -195,7 +210,9 @@ func BenchmarkFleet600Hosts(b *testing.B) {
 			}()
 			s0, q0, st0, fi0, c0, w0 := served.Load(), queries.n.Load(), tm.start.Load(), tm.finish.Load(), tm.calls.Load(), poolWait()
 			b.ResetTimer()
+			queries.on.Store(true)
 			time.Sleep(benchMeasure)
+			queries.on.Store(false)
 			s1, q1, st1, fi1, c1, w1 := served.Load(), queries.n.Load(), tm.start.Load(), tm.finish.Load(), tm.calls.Load(), poolWait()
 			b.StopTimer()
 			stop()
@@ -222,6 +239,18 @@ func BenchmarkFleet600Hosts(b *testing.B) {
 				}
 			}
 			reqs := float64(s1 - s0)
+			type stmt struct {
+				q string
+				n int
+			}
+			var stmts []stmt
+			for q, n := range queries.by {
+				stmts = append(stmts, stmt{q, n})
+			}
+			sort.Slice(stmts, func(i, j int) bool { return stmts[i].n > stmts[j].n })
+			for _, st := range stmts[:min(len(stmts), 8)] {
+				b.Logf("%6.2f a request  %s", float64(st.n)/reqs, st.q)
+			}
 			allowed := float64(benchHosts) * benchMeasure.Seconds() // one a second each
 			b.ReportMetric(reqs/benchMeasure.Seconds(), "req/s")
 			b.ReportMetric(100*reqs/allowed, "%allowed")
