@@ -102,9 +102,9 @@ const maxPartTries = 8
 
 // choosePart picks a free part name for a download of job, reserved for
 // this attempt until it ends: for a crawl's file, in its place in the tree
-// (W9). Once two names it chose were taken in the database by other jobs —
-// a fleet's other workers record theirs there too — the names carry the
-// job's id, which no other job's do.
+// (W9). Once two names it chose were taken in the database by other jobs,
+// and from the first try in a fleet, whose other workers record theirs
+// there too, the names carry the job's id, which no other job's do.
 func (e *Engine) choosePart(job Job, skip []string) string {
 	u, _ := url.Parse(job.URL)
 	taken := func(n string) bool { return e.reserved(n) || slices.Contains(skip, n) }
@@ -118,7 +118,7 @@ func (e *Engine) choosePart(job Job, skip []string) string {
 			}
 		}
 		switch {
-		case p == "" && len(skip) >= 2:
+		case p == "" && (len(skip) >= 2 || e.fleet != nil):
 			p = e.fetch.PartForJob(u, job.ID, taken)
 		case p == "":
 			p = e.fetch.PartFor(u, taken)

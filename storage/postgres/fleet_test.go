@@ -150,12 +150,16 @@ type slowEnds struct {
 	*DB
 	delay   time.Duration
 	refused atomic.Int64
+	taken   atomic.Int64 // starts refused because another job holds the part's name
 }
 
 func (s *slowEnds) Start(ctx context.Context, id int64, part string) (engine.Job, error) {
 	job, err := s.DB.Start(ctx, id, part)
 	if errors.Is(err, engine.ErrNotLeased) {
 		s.refused.Add(1)
+	}
+	if errors.Is(err, engine.ErrPartTaken) {
+		s.taken.Add(1)
 	}
 	return job, err
 }
@@ -229,4 +233,32 @@ func TestFleet_M2_AddedJobsWaitForTheirHostsLease(t *testing.T) {
 	c, err := db.Counts(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, int64(20), c.Done)
+}
+
+// M2, F4: a fleet worker names its parts with the job's id from the first
+// try. Each worker has its own folder, yet every part is recorded in the
+// one database: a name another worker's job holds (every host has its
+// index.html) would refuse the start, one more round trip for nothing.
+func TestFleet_M2_PartsOfTwoWorkersNeverCollide(t *testing.T) {
+	ctx := context.Background()
+	other, dsn := open(t, WithWorker("o"), WithLease(3*time.Second))
+	got, err := other.Enqueue(ctx, []engine.NewJob{{URL: "http://elsewhere.example/same.bin",
+		Key: "http://elsewhere.example/same.bin", Host: "elsewhere.example"}}, 0)
+	require.NoError(t, err)
+	_, _, err = other.Claim(ctx, 64)
+	require.NoError(t, err)
+	_, err = other.Start(ctx, got[0].ID, "same.bin.part")
+	require.NoError(t, err)
+	_, err = other.SetState(ctx, []int64{got[0].ID}, []engine.JobState{engine.JobActive}, engine.JobPaused)
+	require.NoError(t, err)
+
+	db, err := Open(ctx, dsn, WithWorker("w"), WithLease(3*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	site := newPoliteSite(t)
+	s := runWorker(t, db, 0, []string{site.URL + "/same.bin"})
+	assert.Zero(t, s.taken.Load(), "starts refused: another worker's job holds the part's name")
+	c, err := db.Counts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), c.Done)
 }
