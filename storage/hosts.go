@@ -105,8 +105,8 @@ func (db *DB) Hosts(ctx context.Context) ([]engine.HostState, error) {
 	return out, rows.Err()
 }
 
-// HostCounts returns every host's job counts, by host: the eight columns of Hosts a view polls,
-// a third of the time of reading all 32 at 100,000 hosts.
+// HostCounts returns every host's job counts, by host: the columns of Hosts that a view polls
+// each second, without the politeness state it does not show there.
 func (db *DB) HostCounts(ctx context.Context) (map[string]engine.Counts, error) {
 	rows, err := db.r.QueryContext(ctx, `SELECT host, queued, active, paused_jobs, done, failed, cancelled, skipped
 		FROM hosts`)

@@ -169,9 +169,9 @@ func (p *poller) getView() (sortSpec, string) {
 	return p.view.sort, p.view.selected
 }
 
-// loadCounts reads the per-host job counts (slow: call it off the Fyne
-// thread, every few seconds), and what Heed knows of each host's
-// robots.txt, which changes about as often.
+// loadCounts reads the per-host job counts (a read of every host row: call
+// it off the Fyne thread, every countsEvery), and what Heed knows of each
+// host's robots.txt, which changes about as often.
 func (p *poller) loadCounts() {
 	c, err := p.eng.Reader().HostCounts(bgCtx)
 	if err != nil {
