@@ -86,25 +86,26 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 		Scan(&state, &maxPages, &pages); err != nil {
 		return nil, err
 	}
-	out := make([]engine.Enqueued, len(found))
-	keep := found
+	// The keys known already are looked up first and only the others inserted: most links of a
+	// page (its navigation, its footer) have a job already, and looking a key up costs a quarter
+	// of an insert that conflicts. Only new URLs spend the max-pages budget.
+	known, err := knownKeys(w, found)
+	if err != nil {
+		return nil, err
+	}
+	left := int64(len(found))
 	if maxPages > 0 {
-		// Only new URLs spend the budget: those known already are left
-		// out before it is applied.
-		known, err := knownKeys(w, found)
-		if err != nil {
-			return nil, err
-		}
-		left := max(maxPages-pages, 0)
-		keep = make([]engine.NewJob, 0, min(int64(len(found)), left))
-		for i, j := range found {
-			switch {
-			case known[j.Key]:
-				out[i].Duplicate = true
-			case int64(len(keep)) < left:
-				known[j.Key] = true
-				keep = append(keep, j)
-			}
+		left = max(maxPages-pages, 0)
+	}
+	out := make([]engine.Enqueued, len(found))
+	keep := make([]engine.NewJob, 0, min(int64(len(found)), left))
+	for i, j := range found {
+		switch {
+		case known[j.Key]:
+			out[i].Duplicate = true // known already, in this crawl or another (J2, W3), or twice here
+		case int64(len(keep)) < left:
+			known[j.Key] = true
+			keep = append(keep, j)
 		}
 	}
 	ids, err := insertJobs(w, keep, now)
@@ -116,7 +117,7 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 		id, ok := ids[j.Key]
 		if !ok || id <= 0 {
 			if ok || maxPages == 0 {
-				out[i].Duplicate = true // known already, in this crawl or another (J2, W3), or twice here
+				out[i].Duplicate = true
 			}
 			continue
 		}
@@ -166,8 +167,11 @@ func knownKeys(w *wtx, jobs []engine.NewJob) (map[string]bool, error) {
 		for i, j := range chunk {
 			args[i] = j.Key
 		}
-		rows, err := w.db.wc.QueryContext(context.Background(),
-			`SELECT key FROM jobs WHERE key IN (?`+strings.Repeat(", ?", len(chunk)-1)+`)`, args...)
+		s, err := w.stmt(`SELECT key FROM jobs WHERE key IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.Query(args...)
 		if err != nil {
 			return nil, err
 		}
