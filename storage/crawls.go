@@ -33,7 +33,7 @@ func (db *DB) CreateCrawl(ctx context.Context, c engine.Crawl, seeds []engine.Ne
 			jobs[i] = j
 		}
 		var err error
-		out, err = db.crawlJobs(w, id, jobs, now)
+		out, err = db.crawlJobs(w, crawlRow{id: id, state: engine.CrawlRunning, maxPages: int64(c.MaxPages)}, jobs, now)
 		return err
 	})
 	return id, out, err
@@ -55,37 +55,38 @@ func crawlJSON(c engine.Crawl) (seeds, include, exclude string, err error) {
 // the crawl's state (paused with a paused crawl; none for a cancelled one),
 // no more than its max pages allow, counting what it found out of scope and
 // the page's bytes. It reports what it did with each link, in order.
-func (db *DB) crawled(w *wtx, end engine.End, now time.Time) ([]engine.Enqueued, error) {
-	var crawlID int64
-	if err := w.queryRow(`SELECT crawl_id FROM jobs WHERE id = ?`, end.JobID).Scan(&crawlID); err != nil || crawlID == 0 {
-		return nil, err
+func (db *DB) crawled(w *wtx, end engine.End, crawlID int64, now time.Time) ([]engine.Enqueued, error) {
+	if crawlID == 0 {
+		return nil, nil
 	}
 	var bytes int64
 	if end.State == engine.JobDone {
 		bytes = end.Resume.Bytes
 	}
-	var state string
+	c := crawlRow{id: crawlID}
 	if err := w.queryRow(`UPDATE crawls SET out_of_scope = out_of_scope + ?, bytes = bytes + ? WHERE id = ?
-		RETURNING state`, end.OutOfScope, bytes, crawlID).Scan(&state); err != nil {
+		RETURNING state, max_pages, pages`, end.OutOfScope, bytes, crawlID).Scan(&c.state, &c.maxPages, &c.pages); err != nil {
 		return nil, err
 	}
-	if len(end.Found) == 0 || engine.CrawlState(state) == engine.CrawlCancelled {
+	if len(end.Found) == 0 || c.state == engine.CrawlCancelled {
 		return make([]engine.Enqueued, len(end.Found)), nil
 	}
-	return db.crawlJobs(w, crawlID, end.Found, now)
+	return db.crawlJobs(w, c, end.Found, now)
+}
+
+// crawlRow is what crawlJobs needs of a crawl's row.
+type crawlRow struct {
+	id              int64
+	state           engine.CrawlState
+	maxPages, pages int64
 }
 
 // crawlJobs adds the jobs a crawl found (or its seeds), each whose key has
 // no job yet (J2, W3), as many as its max pages still allow, in its state,
 // and counts them in its pages. It reports what it did with each, in
 // order: ID 0 for one over the budget, Duplicate for one known.
-func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.Time) ([]engine.Enqueued, error) {
-	var state string
-	var maxPages, pages int64
-	if err := w.queryRow(`SELECT state, max_pages, pages FROM crawls WHERE id = ?`, crawlID).
-		Scan(&state, &maxPages, &pages); err != nil {
-		return nil, err
-	}
+func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time) ([]engine.Enqueued, error) {
+	crawlID, maxPages := c.id, c.maxPages
 	// The keys known already are looked up first and only the others inserted: most links of a
 	// page (its navigation, its footer) have a job already, and looking a key up costs a quarter
 	// of an insert that conflicts. Only new URLs spend the max-pages budget.
@@ -95,7 +96,7 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 	}
 	left := int64(len(found))
 	if maxPages > 0 {
-		left = max(maxPages-pages, 0)
+		left = max(maxPages-c.pages, 0)
 	}
 	out := make([]engine.Enqueued, len(found))
 	keep := make([]engine.NewJob, 0, min(int64(len(found)), left))
@@ -126,7 +127,7 @@ func (db *DB) crawlJobs(w *wtx, crawlID int64, found []engine.NewJob, now time.T
 		out[i] = engine.Enqueued{ID: id, State: engine.JobQueued, NotBefore: now}
 		if j.Skip != "" {
 			out[i].State = engine.JobSkipped
-		} else if engine.CrawlState(state) == engine.CrawlPaused {
+		} else if c.state == engine.CrawlPaused {
 			if _, err := w.exec(`UPDATE jobs SET state = 'paused' WHERE id = ?`, id); err != nil {
 				return nil, err
 			}

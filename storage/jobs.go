@@ -324,29 +324,29 @@ func (db *DB) Finish(ctx context.Context, end engine.End) ([]engine.Enqueued, er
 		if end.Throttled {
 			thr = 1
 		}
-		var res sql.Result
-		var err error
+		var row *sql.Row
 		switch end.State {
 		case engine.JobDone:
 			// The part name stays until the part has the final name (Named).
-			res, err = w.exec(`UPDATE jobs SET state = 'done', file = ?, name = ?, bytes = ?, size = ?, sha256 = ?,
+			row = w.queryRow(`UPDATE jobs SET state = 'done', file = ?, name = ?, bytes = ?, size = ?, sha256 = ?,
 				etag = ?, last_modified = ?, last_error = ?, last_status = ?, updated_at = ?
-				WHERE id = ? AND state = 'active'`,
+				WHERE id = ? AND state = 'active' RETURNING crawl_id`,
 				end.File, r.Name, r.Bytes, r.Size, end.SHA256, r.ETag, r.LastModified, end.Error, end.Status, now, end.JobID)
 		case engine.JobQueued, engine.JobFailed, engine.JobSkipped:
-			res, err = w.exec(`UPDATE jobs SET state = ?, not_before = ?, attempts = max(attempts - ?, 0),
+			row = w.queryRow(`UPDATE jobs SET state = ?, not_before = ?, attempts = max(attempts - ?, 0),
 				throttled = throttled + ?, part = ?, bytes = ?, size = ?, etag = ?, last_modified = ?, name = ?,
-				last_error = ?, last_status = ?, updated_at = ? WHERE id = ? AND state = 'active'`,
+				last_error = ?, last_status = ?, updated_at = ? WHERE id = ? AND state = 'active' RETURNING crawl_id`,
 				string(end.State), nanos(end.NotBefore), give, thr, r.Part, r.Bytes, r.Size, r.ETag, r.LastModified,
 				r.Name, end.Error, end.Status, now, end.JobID)
 		default:
 			return fmt.Errorf("storage: Finish: a job does not end %q", end.State)
 		}
-		if err != nil {
+		var crawlID int64
+		switch err := row.Scan(&crawlID); {
+		case err == nil:
+			found, err = db.crawled(w, end, crawlID, db.now())
 			return err
-		}
-		if n, _ := res.RowsAffected(); n == 1 {
-			found, err = db.crawled(w, end, db.now())
+		case !errors.Is(err, sql.ErrNoRows):
 			return err
 		}
 		// Paused or cancelled meanwhile: what is on disk is kept for its resume.
