@@ -1079,3 +1079,51 @@ func TestFetch_F5_ShortRangeAsksForTheRest(t *testing.T) {
 	assert.Equal(t, map[string]string{"f.bin": content}, e.files())
 	assert.EqualValues(t, 18, requests.Load(), "one request per missing range")
 }
+
+// A crawl of more hosts than 1,024 (the transport's cap before) keeps every host's connection
+// between two of its requests: visiting 1,100 loopback hosts twice opens 1,100 connections, not
+// one more for each host whose idle connection was closed to make room for another's.
+func TestNew_N1_KeepsEachHostsConnectionAcrossThousandsOfHosts(t *testing.T) {
+	const hosts = 1100
+	if lim := openFileLimit(); lim > 0 && lim < 4*hosts {
+		t.Fatalf("this test needs %d open files, the limit is %d", 4*hosts, lim)
+	}
+	require.GreaterOrEqual(t, maxIdle(openFileLimit()), hosts)
+	var opened atomic.Int64
+	srv := &http.Server{
+		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }),
+		ConnState: func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				opened.Add(1)
+			}
+		},
+	}
+	defer srv.Close()
+	urls := make([]string, hosts)
+	for i := range urls {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		go func() { _ = srv.Serve(l) }()
+		urls[i] = "http://" + l.Addr().String() + "/"
+	}
+	tr := NewTransport(Config{IdlePerHost: 1})
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	for round := range 2 {
+		for _, u := range urls {
+			res, err := client.Get(u)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, res.Body)
+			require.NoError(t, err)
+			require.NoError(t, res.Body.Close())
+		}
+		assert.Equal(t, int64(hosts), opened.Load(), "connections opened after round %d", round+1)
+	}
+}
+
+func TestMaxIdle_BoundedByTheOpenFileLimit(t *testing.T) {
+	assert.Equal(t, 4096, maxIdle(0), "no limit known")
+	assert.Equal(t, 4096, maxIdle(1<<20))
+	assert.Equal(t, 256, maxIdle(1024), "a quarter of the open files")
+	assert.Equal(t, 16, maxIdle(20))
+}

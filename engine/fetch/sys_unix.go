@@ -44,3 +44,12 @@ func linkCount(fi fs.FileInfo) uint64 {
 	}
 	return 1
 }
+
+// openFileLimit is this process's limit on open files (RLIMIT_NOFILE), 0 when unknown.
+func openFileLimit() int {
+	var r syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r) != nil || r.Cur > 1<<30 {
+		return 0
+	}
+	return int(r.Cur)
+}

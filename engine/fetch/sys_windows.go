@@ -27,3 +27,6 @@ func freeSpace(dir string) (int64, error) {
 // linkCount is not checked on Windows, where planting hard links needs
 // rights an attacker on the same account already has.
 func linkCount(fs.FileInfo) uint64 { return 1 }
+
+// openFileLimit is 0: Windows sets no such limit on sockets and files.
+func openFileLimit() int { return 0 }
