@@ -55,6 +55,7 @@ type crawlRun struct {
 	Exit          int
 	crawlStats
 	SiteCPU               time.Duration
+	Conns                 int64         // connections the site accepted during the run
 	FirstAfter            time.Duration // from the crawler's start to the site's first request
 	LoadBefore, LoadAfter string
 	// Heed's own account: heed crawls --json, and what it printed besides
@@ -244,6 +245,7 @@ func runCrawlCase(ctx context.Context, o options, rn bench.Runner, heedBin strin
 			return nil, err
 		}
 		run.SiteCPU = l.CPU - cpu0
+		run.Conns = l.Conns - before.Conns
 		run.crawlStats = analyzeCrawl(l, res.Hosts, run.Burst)
 		run.FirstAfter = time.Unix(0, l.Start).Add(run.First).Sub(started)
 		if strings.HasPrefix(r.name, "heed") {
@@ -541,8 +543,8 @@ func (r *report) crawlSection(b *strings.Builder, c *crawlResult) {
 	p("- *Requests sooner than the bucket allows*: for each host, its requests as the site received them, each checked\n")
 	p("  against every earlier one: the j-th after the i-th may come no sooner than (j − i + 1 − burst) seconds after it.\n")
 	p("  The times are arrivals at the site, not the crawler's dispatches: what the host sees.\n\n")
-	p("| Run | Exit | First request after | Hosts that got requests | Requests a host (min – max) | By kind | Fetched twice | First request not robots.txt | Longest second without a request | Requests in each tenth of the window | Site's CPU | Load average before → after |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| Run | Exit | First request after | Hosts that got requests | Requests a host (min – max) | By kind | Fetched twice | First request not robots.txt | Longest second without a request | Requests in each tenth of the window | Connections opened (a host) | Site's CPU | Load average before → after |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, run := range c.Runs {
 		var kinds []string
 		for k, n := range run.ByKind {
@@ -554,13 +556,14 @@ func (r *report) crawlSection(b *strings.Builder, c *crawlResult) {
 		for i, n := range run.Tenths {
 			tenths[i] = strconv.Itoa(n)
 		}
-		p("| %s | %d | %s | %d | %d – %d | %s | %d | %d | %s | %s | %s | %s → %s |\n", run.Name, run.Exit, secs(run.FirstAfter), run.HostsHit, max(0, run.MinPerHost),
+		p("| %s | %d | %s | %d | %d – %d | %s | %d | %d | %s | %s | %d (%.1f) | %s | %s → %s |\n", run.Name, run.Exit, secs(run.FirstAfter), run.HostsHit, max(0, run.MinPerHost),
 			run.MaxPerHost, strings.Join(kinds, ", "), run.Dups, run.NotRobotsFirst, msecs(run.LongestQuiet), strings.Join(tenths, " "),
-			secs(run.SiteCPU), run.LoadBefore, run.LoadAfter)
+			run.Conns, float64(run.Conns)/float64(max(run.HostsHit, 1)), secs(run.SiteCPU), run.LoadBefore, run.LoadAfter)
 	}
 	p("\n")
 	p("(\"Longest second without a request\" is the longest time in which no host of the site got a request: a stall\n")
-	p("shows there. Exit 1 from heed and 8 from wget2 are the site's 404s; a run the driver stopped exits as it\n")
+	p("shows there. \"Connections opened\" are the TCP connections the site accepted during the run, and in brackets\n")
+	p("per host that got requests: 1.0 means every host kept one connection for all its requests. Exit 1 from heed and 8 from wget2 are the site's 404s; a run the driver stopped exits as it\n")
 	p("may — 130 for SIGINT, 134 when wget2 aborts on being stopped, as 1.99.1 did here — and what it fetched until then is counted.)\n\n")
 	for _, run := range c.Runs {
 		if run.Crawl == nil {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -65,6 +66,8 @@ type crawlLog struct {
 	// when it started (Unix nanoseconds), the zero of every hit's T.
 	CPU   time.Duration `json:"cpu"`
 	Start int64         `json:"start"`
+	// Conns is how many connections the site's hosts accepted so far.
+	Conns int64 `json:"conns"`
 }
 
 // crawlHit is one request: when it arrived, its kind, and which of the
@@ -84,6 +87,7 @@ type siteHost struct {
 }
 
 type site struct {
+	conns atomic.Int64 // connections accepted, all hosts together
 	start time.Time
 	hosts []*siteHost
 	pages [crawlPages][]byte // each page up to its footer, the same on every host
@@ -102,7 +106,12 @@ func crawlSiteMain(args []string) int {
 	raiseNoFile()
 	s := &site{start: time.Now(), hosts: make([]*siteHost, *n)}
 	s.buildPages()
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 5 * time.Minute,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				s.conns.Add(1)
+			}
+		}}
 	var list strings.Builder
 	for i := range s.hosts {
 		l, err := net.Listen("tcp", net.JoinHostPort(crawlHostIP(i).String(), "0"))
@@ -139,7 +148,7 @@ func crawlSiteMain(args []string) int {
 }
 
 func (s *site) serveLog(w http.ResponseWriter, _ *http.Request) {
-	out := crawlLog{Start: s.start.UnixNano()}
+	out := crawlLog{Start: s.start.UnixNano(), Conns: s.conns.Load()}
 	for _, h := range s.hosts {
 		h.mu.Lock()
 		out.Hosts = append(out.Hosts, append([]crawlHit(nil), h.hits...))
