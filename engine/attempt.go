@@ -178,7 +178,7 @@ func (t *try) run() {
 	}
 	pieces := 0 // short ranges in a row (fetch.MoreRanges)
 	for {
-		t.req.Header, t.req.Bandwidth = e.core.HostRequest(t.req.URL)
+		t.req.Header, t.req.Bandwidth = e.core.HostRequest(t.d.Host)
 		start := time.Now()
 		res := e.fetch.Do(t.ctx, t.req, t.progress)
 		end := time.Now()

@@ -109,16 +109,13 @@ func (c *Core) HostProxy(u *url.URL) (proxy *url.URL, ok bool) {
 	return t.proxy, true
 }
 
-// HostRequest is what a request to the host of u carries beside Heed's
-// own: the host's extra headers and its bandwidth cap (nil for none).
-func (c *Core) HostRequest(u *url.URL) (http.Header, *rate.Limiter) {
-	key, err := HostKeyOf(u)
-	if err != nil {
-		return nil, nil
-	}
+// HostRequest is what a request to host (a host key: the dispatch's)
+// carries beside Heed's own: the host's extra headers and its bandwidth cap
+// (nil for none).
+func (c *Core) HostRequest(host string) (http.Header, *rate.Limiter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	h := c.byKey[key]
+	h := c.byKey[host]
 	if h == nil {
 		return c.defaults.header, nil
 	}

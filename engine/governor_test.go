@@ -3,7 +3,6 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
-	"net/url"
 	"sort"
 	"testing"
 	"time"
@@ -639,8 +638,7 @@ func TestGovernor_G2_Invariant(t *testing.T) {
 // cap has none, and headers follow the host's tunables.
 func TestCore_L2_HostBandwidthCapLive(t *testing.T) {
 	h := newHarness(t, fast())
-	u, _ := url.Parse("https://capped.example/f.bin")
-	hdr, bw := h.c.HostRequest(u)
+	hdr, bw := h.c.HostRequest("capped.example")
 	assert.Nil(t, bw)
 	assert.Nil(t, hdr)
 
@@ -648,19 +646,19 @@ func TestCore_L2_HostBandwidthCapLive(t *testing.T) {
 	tun.BytesPerSec = 1 << 20
 	tun.Headers = []string{"X-Team: blue"}
 	require.NoError(t, h.c.SetHostTunables("capped.example", tun))
-	hdr, bw = h.c.HostRequest(u)
+	hdr, bw = h.c.HostRequest("capped.example")
 	require.NotNil(t, bw)
 	assert.Equal(t, rate.Limit(1<<20), bw.Limit())
 	assert.Equal(t, "blue", hdr.Get("X-Team"))
 
 	tun.BytesPerSec = 1 << 10
 	require.NoError(t, h.c.SetHostTunables("capped.example", tun))
-	_, again := h.c.HostRequest(u)
+	_, again := h.c.HostRequest("capped.example")
 	assert.Same(t, bw, again, "one limiter, retuned in place")
 	assert.Equal(t, rate.Limit(1<<10), bw.Limit())
 
 	h.c.ClearHostTunables("capped.example")
-	hdr, _ = h.c.HostRequest(u)
+	hdr, _ = h.c.HostRequest("capped.example")
 	assert.Equal(t, rate.Inf, bw.Limit(), "the cap is lifted for downloads in flight too")
 	assert.Nil(t, hdr)
 

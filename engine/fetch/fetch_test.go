@@ -1091,7 +1091,7 @@ func TestNew_N1_KeepsEachHostsConnectionAcrossThousandsOfHosts(t *testing.T) {
 	require.GreaterOrEqual(t, maxIdle(openFileLimit()), hosts)
 	var opened atomic.Int64
 	srv := &http.Server{
-		Handler:   http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }),
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateNew {
 				opened.Add(1)
