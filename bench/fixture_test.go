@@ -57,9 +57,8 @@ func TestBuildFixture_AsIfQueuedByHeed(t *testing.T) {
 	assert.Equal(t, int64(1000), counts.Queued)
 
 	host := bench.FixtureHost(3)
-	got, err := db.NextJobs(ctx, []engine.Refill{{Host: host, N: 5}})
+	next, err := db.NextJobs(ctx, host, engine.Cursor{}, 5)
 	require.NoError(t, err)
-	next := got[0]
 	require.Len(t, next, 5)
 	for k, q := range next {
 		assert.Equal(t, int64(3+7*k+1), q.ID, "host 3's jobs in id order")

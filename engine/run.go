@@ -183,8 +183,8 @@ func (e *Engine) wakeLoop() {
 	}
 }
 
-// refillBatch is how many windows the refiller asks the Store for in one
-// call.
+// refillBatch is how many windows the refiller serves between two looks
+// at what the core asks.
 const refillBatch = 64
 
 // refill serves the windows' refills (Q1) until ctx ends: off the dispatch
@@ -201,22 +201,16 @@ func (e *Engine) refill(ctx context.Context) {
 			}
 			continue
 		}
-		got, err := e.store.NextJobs(ctx, rs)
-		for i, r := range rs {
-			var jobs []Queued
-			if err == nil {
-				jobs = got[i]
-			}
+		for _, r := range rs {
+			jobs, err := e.store.NextJobs(ctx, r.Host, r.After, r.N)
 			e.core.Refilled(r, jobs, err)
-		}
-		if err != nil && ctx.Err() == nil {
-			e.log.Error("reading the hosts' next jobs", "hosts", len(rs), "err", err)
-			wait.Reset(time.Second)
-			select {
-			case <-ctx.Done():
-			case <-wait.C:
-			}
-			for _, r := range rs {
+			if err != nil && ctx.Err() == nil {
+				e.log.Error("reading a host's next jobs", "host", r.Host, "err", err)
+				wait.Reset(time.Second)
+				select {
+				case <-ctx.Done():
+				case <-wait.C:
+				}
 				e.core.RetryRefill(r.Host)
 			}
 		}

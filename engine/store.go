@@ -46,12 +46,9 @@ type Store interface {
 	// to state to, and returns those that changed. A job queued again from
 	// an ended state gets a fresh attempt budget (R5).
 	SetState(ctx context.Context, ids []int64, from []JobState, to JobState) ([]Changed, error)
-	// NextJobs serves the frontier's refills (Q1): for each refill asked,
-	// up to its N queued jobs of its host after its cursor, in queue order
-	// (not_before, id); out[i] answers want[i]. The refiller asks for many
-	// windows at once, and the Store reads them in one go (one read
-	// transaction, one round trip).
-	NextJobs(ctx context.Context, want []Refill) ([][]Queued, error)
+	// NextJobs returns up to n queued jobs of host after cursor, in queue
+	// order (not_before, id): the frontier's refill (Q1).
+	NextJobs(ctx context.Context, host string, after Cursor, n int) ([]Queued, error)
 	// Start moves a queued job to active and counts its attempt, recording
 	// part as its partial file when it has none yet (J3: before the
 	// request; F4: before the file exists). A job no longer queued gives

@@ -168,11 +168,11 @@ func BenchmarkOpenLarge(b *testing.B) {
 			b.StartTimer()
 			db, err := Open(path)
 			require.NoError(b, err)
-			next, err := db.NextJobs(bg, []engine.Refill{{Host: "h0.example", N: 64}})
+			next, err := db.NextJobs(bg, "h0.example", engine.Cursor{}, 64)
 			require.NoError(b, err)
 			b.StopTimer()
 			require.Equal(b, int64(active), db.Recovered())
-			require.NotEmpty(b, next[0])
+			require.NotEmpty(b, next)
 			require.NoError(b, db.Close())
 			b.StartTimer()
 		}
@@ -185,7 +185,7 @@ func BenchmarkOpenLarge(b *testing.B) {
 	b.Run("NextJobs", func(b *testing.B) {
 		i := 0
 		for b.Loop() {
-			_, err := db.NextJobs(bg, []engine.Refill{{Host: fmt.Sprintf("h%d.example", i%hosts), N: 64}})
+			_, err := db.NextJobs(bg, fmt.Sprintf("h%d.example", i%hosts), engine.Cursor{}, 64)
 			require.NoError(b, err)
 			i++
 		}

@@ -199,37 +199,19 @@ const qNextJobs = `SELECT id, not_before FROM (
 	SELECT id, not_before FROM jobs WHERE host = +?1 AND state = 'queued' AND not_before > +?2)
 	ORDER BY not_before, id LIMIT +?4`
 
-// NextJobs returns, for each refill, up to its N queued jobs of its host after its cursor, in
-// queue order (not_before, id), through the jobs_queue index (Q1). All are read in one read
-// transaction: each transaction begun after the writer's last commit starts with an empty page
-// cache, so one a refill would read the index's upper pages again for every host.
-func (db *DB) NextJobs(ctx context.Context, want []engine.Refill) ([][]engine.Queued, error) {
+// NextJobs returns up to n queued jobs of host after cursor, in queue order (not_before, id),
+// through the jobs_queue index (Q1).
+func (db *DB) NextJobs(ctx context.Context, host string, after engine.Cursor, n int) ([]engine.Queued, error) {
 	s, err := db.read(ctx, qNextJobs)
 	if err != nil {
 		return nil, err
 	}
-	tx, err := db.r.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() // it only read
-	s = tx.StmtContext(ctx, s)
-	out := make([][]engine.Queued, len(want))
-	for i, r := range want {
-		if out[i], err = nextJobs(ctx, s, r); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func nextJobs(ctx context.Context, s *sql.Stmt, r engine.Refill) ([]engine.Queued, error) {
-	rows, err := s.QueryContext(ctx, r.Host, r.After.NotBefore, r.After.ID, r.N)
+	rows, err := s.QueryContext(ctx, host, after.NotBefore, after.ID, n)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]engine.Queued, 0, r.N)
+	out := make([]engine.Queued, 0, n)
 	for rows.Next() {
 		var q engine.Queued
 		var nb int64

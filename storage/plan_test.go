@@ -151,11 +151,11 @@ func TestQueryPlans_Q1_IndexesForScale(t *testing.T) {
 		// The cursor is sought whole, its id too: a paste queues thousands of jobs of a host with
 		// one not_before, and a refill in the middle of them must not walk those before it.
 		{"next queued jobs of a host", func() error {
-			return some(db.NextJobs(bg, []engine.Refill{{Host: "a.example", After: engine.Cursor{NotBefore: 5, ID: ids[0]}, N: 64}}))
+			return some(db.NextJobs(bg, "a.example", engine.Cursor{NotBefore: 5, ID: ids[0]}, 64))
 		}, []string{"INDEX jobs_queue (host=?"}, []string{"SCAN"},
 			`jobs_queue \(host=\? AND (\(not_before,id\)>\(\?,\?\)|not_before=\? AND id>\?)\)`},
 		{"next queued jobs of a host, from the start", func() error {
-			return some(db.NextJobs(bg, []engine.Refill{{Host: "a.example", N: 64}}))
+			return some(db.NextJobs(bg, "a.example", engine.Cursor{}, 64))
 		}, []string{"INDEX jobs_queue (host=?"}, nil, ""},
 		{"hosts and their counts", func() error { return some(db.Hosts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},
 		{"counts over all hosts", func() error { return some(db.Counts(bg)) }, []string{"hosts"}, []string{"jobs"}, ""},

@@ -252,37 +252,26 @@ func contains(states []engine.JobState, s engine.JobState) bool {
 	return false
 }
 
-// NextJobs returns, for each refill, up to its N queued jobs of its host after its cursor, in
-// queue order (not_before, id), through the jobs_queue index (Q1): all in one round trip.
-func (db *DB) NextJobs(ctx context.Context, want []engine.Refill) ([][]engine.Queued, error) {
-	b := &pgx.Batch{}
-	for _, r := range want {
-		b.Queue(`SELECT id, not_before FROM jobs WHERE host = $1 AND state = 'queued'
-			AND (not_before, id) > ($2, $3) ORDER BY not_before, id LIMIT $4`, r.Host, r.After.NotBefore, r.After.ID, r.N)
+// NextJobs returns up to n queued jobs of host after cursor, in queue order (not_before, id),
+// through the jobs_queue index (Q1).
+func (db *DB) NextJobs(ctx context.Context, host string, after engine.Cursor, n int) ([]engine.Queued, error) {
+	rows, err := db.pool.Query(ctx, `SELECT id, not_before FROM jobs WHERE host = $1 AND state = 'queued'
+		AND (not_before, id) > ($2, $3) ORDER BY not_before, id LIMIT $4`, host, after.NotBefore, after.ID, n)
+	if err != nil {
+		return nil, err
 	}
-	res := db.pool.SendBatch(ctx, b)
-	out := make([][]engine.Queued, len(want))
-	for i, r := range want {
-		rows, err := res.Query()
-		if err == nil {
-			out[i] = make([]engine.Queued, 0, r.N)
-			for rows.Next() {
-				var q engine.Queued
-				var nb int64
-				if err = rows.Scan(&q.ID, &nb); err != nil {
-					break
-				}
-				q.NotBefore = fromNanos(nb)
-				out[i] = append(out[i], q)
-			}
-			rows.Close()
-			err = errors.Join(err, rows.Err())
+	defer rows.Close()
+	out := make([]engine.Queued, 0, n)
+	for rows.Next() {
+		var q engine.Queued
+		var nb int64
+		if err := rows.Scan(&q.ID, &nb); err != nil {
+			return nil, err
 		}
-		if err != nil {
-			return nil, errors.Join(err, res.Close())
-		}
+		q.NotBefore = fromNanos(nb)
+		out = append(out, q)
 	}
-	return out, res.Close()
+	return out, rows.Err()
 }
 
 // Start moves a queued job to active and counts its attempt, recording part as its partial file

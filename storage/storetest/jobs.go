@@ -649,7 +649,7 @@ func testNextJobsQueueOrderAndCursorAcrossTies(t *testing.T, o Opener) {
 	require.NoError(t, err)
 
 	want := append(append(append([]int64{zero}, early...), tie...), later)
-	all, err := nextJobs(s, "a.example", engine.Cursor{}, 100)
+	all, err := s.NextJobs(bg, "a.example", engine.Cursor{}, 100)
 	require.NoError(t, err)
 	var got []int64
 	for _, q := range all {
@@ -663,7 +663,7 @@ func testNextJobsQueueOrderAndCursorAcrossTies(t *testing.T, o Opener) {
 			var paged []int64
 			after := engine.Cursor{}
 			for range 20 {
-				page, err := nextJobs(s, "a.example", after, n)
+				page, err := s.NextJobs(bg, "a.example", after, n)
 				require.NoError(t, err)
 				require.LessOrEqual(t, len(page), n)
 				if len(page) == 0 {
@@ -680,51 +680,16 @@ func testNextJobsQueueOrderAndCursorAcrossTies(t *testing.T, o Opener) {
 	}
 
 	// A cursor in the middle of the tie goes on with the rest of the tie, then what is later.
-	page, err := nextJobs(s, "a.example", engine.Cursor{NotBefore: nanos(t1), ID: tie[1]}, 100)
+	page, err := s.NextJobs(bg, "a.example", engine.Cursor{NotBefore: nanos(t1), ID: tie[1]}, 100)
 	require.NoError(t, err)
 	var rest []int64
 	for _, q := range page {
 		rest = append(rest, q.ID)
 	}
 	assert.Equal(t, append(append([]int64{}, tie[2:]...), later), rest)
-	page, err = nextJobs(s, "nobody.example", engine.Cursor{}, 10)
+	page, err = s.NextJobs(bg, "nobody.example", engine.Cursor{}, 10)
 	require.NoError(t, err)
 	assert.Empty(t, page)
-
-	// Many refills in one call, each answered in its place: two windows of a.example with their
-	// own cursors and sizes, a host with none, and the second page of a.example again.
-	ids := func(qs []engine.Queued) []int64 {
-		out := []int64{}
-		for _, q := range qs {
-			out = append(out, q.ID)
-		}
-		return out
-	}
-	mid := engine.Cursor{NotBefore: nanos(t1), ID: tie[1]}
-	got2, err := s.NextJobs(bg, []engine.Refill{
-		{Host: "a.example", N: 2}, {Host: "nobody.example", N: 5}, {Host: "a.example", After: mid, N: 100},
-		{Host: "b.example", N: 100}, {Host: "a.example", N: 2}})
-	require.NoError(t, err)
-	require.Len(t, got2, 5, "an answer for each refill")
-	assert.Equal(t, want[:2], ids(got2[0]))
-	assert.Empty(t, got2[1])
-	assert.Equal(t, rest, ids(got2[2]))
-	assert.Equal(t, want[:2], ids(got2[4]))
-	for _, q := range got2[3] {
-		assert.NotContains(t, want, q.ID, "b.example's jobs are its own")
-	}
-	none, err := s.NextJobs(bg, nil)
-	require.NoError(t, err)
-	assert.Empty(t, none)
-}
-
-// nextJobs is one refill: up to n queued jobs of host after cursor.
-func nextJobs(s engine.Store, host string, after engine.Cursor, n int) ([]engine.Queued, error) {
-	got, err := s.NextJobs(bg, []engine.Refill{{Host: host, After: after, N: n}})
-	if err != nil {
-		return nil, err
-	}
-	return got[0], nil
 }
 
 // U5: Jobs filters by state and host and pages by id, oldest or newest first.
