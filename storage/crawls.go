@@ -86,7 +86,6 @@ type crawlRow struct {
 // and counts them in its pages. It reports what it did with each, in
 // order: ID 0 for one over the budget, Duplicate for one known.
 func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time) ([]engine.Enqueued, error) {
-	crawlID, maxPages := c.id, c.maxPages
 	// The keys known already are looked up first and only the others inserted: most links of a
 	// page (its navigation, its footer) have a job already, and looking a key up costs a quarter
 	// of an insert that conflicts. Only new URLs spend the max-pages budget.
@@ -95,8 +94,8 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 		return nil, err
 	}
 	left := int64(len(found))
-	if maxPages > 0 {
-		left = max(maxPages-c.pages, 0)
+	if c.maxPages > 0 {
+		left = max(c.maxPages-c.pages, 0)
 	}
 	out := make([]engine.Enqueued, len(found))
 	keep := make([]engine.NewJob, 0, min(int64(len(found)), left))
@@ -116,13 +115,12 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 	created := int64(0)
 	for i, j := range found {
 		id, ok := ids[j.Key]
-		if !ok || id <= 0 {
-			if ok || maxPages == 0 {
-				out[i].Duplicate = true
-			}
+		if out[i].Duplicate || !ok {
+			// Known, found twice here, or over the budget, as marked above; a key kept that the
+			// insert refused was known after all.
+			out[i].Duplicate = known[j.Key]
 			continue
 		}
-		ids[j.Key] = -id
 		created++
 		out[i] = engine.Enqueued{ID: id, State: engine.JobQueued, NotBefore: now}
 		if j.Skip != "" {
@@ -135,7 +133,7 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 		}
 	}
 	if created > 0 {
-		if _, err := w.exec(`UPDATE crawls SET pages = pages + ? WHERE id = ?`, created, crawlID); err != nil {
+		if _, err := w.exec(`UPDATE crawls SET pages = pages + ? WHERE id = ?`, created, c.id); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +141,7 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 		for len(keys) > 0 {
 			chunk := keys[:min(len(keys), insertChunk)]
 			keys = keys[len(chunk):]
-			args := []any{depth, crawlID, depth}
+			args := []any{depth, c.id, depth}
 			for _, k := range chunk {
 				args = append(args, k)
 			}
