@@ -219,9 +219,10 @@ func (e *Engine) discover(job Job, res fetch.Result, base *url.URL) found {
 	if err != nil {
 		return found{note: "its links could not be read: " + err.Error()}
 	}
-	var fd found
+	fd := found{jobs: make([]NewJob, 0, len(page.Links))}
+	foundOn := fetch.Redact(job.URL)
 	for _, l := range page.Links {
-		e.follow(cr, fetch.Redact(job.URL), l.URL, job.Depth+1, KindPage, &fd)
+		e.follow(cr, foundOn, l.URL, job.Depth+1, KindPage, &fd)
 	}
 	switch {
 	case page.Truncated:

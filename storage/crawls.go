@@ -98,7 +98,7 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 		left = max(c.maxPages-c.pages, 0)
 	}
 	out := make([]engine.Enqueued, len(found))
-	keep := make([]engine.NewJob, 0, min(int64(len(found)), left))
+	var keep []engine.NewJob // most links of a page are known: few are kept
 	for i, j := range found {
 		switch {
 		case known[j.Key]:
@@ -141,7 +141,7 @@ func (db *DB) crawlJobs(w *wtx, c crawlRow, found []engine.NewJob, now time.Time
 		for len(keys) > 0 {
 			chunk := keys[:min(len(keys), insertChunk)]
 			keys = keys[len(chunk):]
-			args := []any{depth, c.id, depth}
+			args := append(make([]any, 0, 3+len(chunk)), depth, c.id, depth)
 			for _, k := range chunk {
 				args = append(args, k)
 			}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -459,12 +461,13 @@ func crawlProfileOf(path string) (crawlProfile, error) {
 	return p, err
 }
 
-// heedCLIMain is `e2e heed-cli [-cpuprofile FILE] -- ARGS`: heed's command
-// line (cli.Main, what the heed binary runs) in this process, under the CPU
-// profiler.
+// heedCLIMain is `e2e heed-cli [-cpuprofile FILE] [-memprofile FILE] -- ARGS`:
+// heed's command line (cli.Main, what the heed binary runs) in this process,
+// under the CPU profiler, or recording what it allocates.
 func heedCLIMain(args []string) int {
 	fs := flag.NewFlagSet("heed-cli", flag.ExitOnError)
 	cpu := fs.String("cpuprofile", "", "write a CPU profile of the whole run here")
+	mem := fs.String("memprofile", "", "write what the run allocated (go tool pprof -sample_index=alloc_space) here")
 	_ = fs.Parse(args)
 	if *cpu != "" {
 		f, err := os.Create(*cpu)
@@ -478,6 +481,18 @@ func heedCLIMain(args []string) int {
 			return 1
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *mem != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			f, err := os.Create(*mem)
+			if err == nil {
+				err = errors.Join(pprof.Lookup("allocs").WriteTo(f, 0), f.Close())
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
