@@ -299,40 +299,31 @@ func (a *exchange) stream(body io.Reader, total, upto int64) {
 	a.complete()
 }
 
-// bufferFor is the read size for a body of total bytes (-1 unknown): small
-// for small files, 256 KiB from a megabyte on, so large downloads cost
-// few system calls per byte.
-func bufferFor(total int64) int {
-	if total > 1<<20 || total < 0 {
-		return 256 << 10
-	}
-	return 32 << 10
-}
-
 // buffers keep the read buffers of bodies that ended, for the next ones, by
-// size (small, large): a crawl reads hundreds of small bodies a second, and
-// a fresh 32 KiB buffer for each was a third of all it allocated. What goes
-// through a buffer (the part file, the hash) keeps none of it.
-var buffers = [2]sync.Pool{
-	{New: func() any { return new([32 << 10]byte) }},
-	{New: func() any { return new([256 << 10]byte) }},
-}
+// size: small for small files, 256 KiB for a body of a megabyte or more or
+// of unknown length, so large downloads cost few system calls per byte. A
+// crawl reads hundreds of small bodies a second, and a fresh buffer for each
+// was a third of all it allocated. What goes through a buffer (the part
+// file, the hash) keeps none of it.
+var (
+	smallBuffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+	largeBuffers = sync.Pool{New: func() any { return new([256 << 10]byte) }}
+)
 
-// getBuffer returns a read buffer for a body of total bytes (bufferFor).
+// getBuffer returns a read buffer for a body of total bytes (-1 unknown).
 func getBuffer(total int64) []byte {
-	if bufferFor(total) == 32<<10 {
-		return buffers[0].Get().(*[32 << 10]byte)[:]
+	if total > 1<<20 || total < 0 {
+		return largeBuffers.Get().(*[256 << 10]byte)[:]
 	}
-	return buffers[1].Get().(*[256 << 10]byte)[:]
+	return smallBuffers.Get().(*[32 << 10]byte)[:]
 }
 
 // putBuffer gives back a buffer getBuffer returned.
 func putBuffer(b []byte) {
-	switch len(b) {
-	case 32 << 10:
-		buffers[0].Put((*[32 << 10]byte)(b))
-	case 256 << 10:
-		buffers[1].Put((*[256 << 10]byte)(b))
+	if len(b) == 256<<10 {
+		largeBuffers.Put((*[256 << 10]byte)(b))
+	} else {
+		smallBuffers.Put((*[32 << 10]byte)(b))
 	}
 }
 

@@ -937,18 +937,25 @@ func TestClass_String(t *testing.T) {
 
 func BenchmarkFetch_Download32MiB(b *testing.B) {
 	content := strings.Repeat(body(1<<20), 32)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	benchDownload(b, "big.bin", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(content))
 	}))
+	b.SetBytes(int64(len(content)))
+}
+
+// benchDownload downloads name from serve over loopback, into a fresh part
+// each time, reporting what each download allocates.
+func benchDownload(b *testing.B, name string, serve http.Handler) {
+	ts := httptest.NewServer(serve)
 	defer ts.Close()
 	dir := b.TempDir()
 	f, err := New(Config{Dir: dir})
 	require.NoError(b, err)
 	defer f.Close()
-	u := mustURL(b, ts.URL+"/big.bin")
-	b.SetBytes(int64(len(content)))
+	u := mustURL(b, ts.URL+"/"+name)
+	b.ReportAllocs()
 	for b.Loop() {
-		res := f.Do(context.Background(), Request{URL: u, Part: "big.bin.part", Size: -1}, nil)
+		res := f.Do(context.Background(), Request{URL: u, Part: name + ".part", Size: -1}, nil)
 		if !res.Done {
 			b.Fatal(res.Err)
 		}
@@ -1134,24 +1141,13 @@ func TestMaxIdle_BoundedByTheOpenFileLimit(t *testing.T) {
 // B/op is what each one costs the garbage collector, the demo server's share
 // (in this process) included.
 func BenchmarkFetch_Page4KiB(b *testing.B) {
-	content := body(4400)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, content)
-	}))
-	defer ts.Close()
-	dir := b.TempDir()
-	f, err := New(Config{Dir: dir})
-	require.NoError(b, err)
-	defer f.Close()
-	u := mustURL(b, ts.URL+"/p.html")
-	b.ReportAllocs()
-	for b.Loop() {
-		res := f.Do(context.Background(), Request{URL: u, Part: "p.html.part", Size: -1}, nil)
-		if !res.Done {
-			b.Fatal(res.Err)
-		}
-		os.Remove(filepath.Join(dir, res.Part))
-	}
+	benchDownload(b, "p.html", chunkedPage(body(4400)))
+}
+
+// chunkedPage serves content with no length: longer than the server's first
+// buffer, it goes out chunked.
+func chunkedPage(content string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, content) })
 }
 
 // A body of unknown length (chunked, as most dynamic pages come) is read in
@@ -1159,10 +1155,7 @@ func BenchmarkFetch_Page4KiB(b *testing.B) {
 // each: a crawl of small chunked pages allocated 256 KiB a page, 30 times
 // what the rest of a download costs.
 func TestFetch_SmallBodiesReuseTheReadBuffer(t *testing.T) {
-	content := body(4400)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, content) // longer than the server's first buffer: chunked
-	}))
+	ts := httptest.NewServer(chunkedPage(body(4400)))
 	defer ts.Close()
 	e := newEnv(t, nil)
 	u := mustURL(t, ts.URL+"/p.html")
