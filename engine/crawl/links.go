@@ -28,6 +28,9 @@ type Link struct {
 	// apart from the fixes needed to fetch it (see Extract), without its
 	// fragment, which is never sent.
 	URL *url.URL
+	// Key is URL's de-duplication key, Key(URL) (W3): the page's links
+	// are told apart by it, and the crawl stores it with the job.
+	Key string
 	// Source names where the link was found, for the user: "a href",
 	// "img srcset", "meta refresh" …
 	Source string
@@ -320,7 +323,7 @@ func (x *extractor) page(base *url.URL) Page {
 		default:
 			followed[k] = true
 			delete(nofollow, k)
-			p.Links = append(p.Links, Link{URL: u, Source: r.source})
+			p.Links = append(p.Links, Link{URL: u, Key: k, Source: r.source})
 		}
 	}
 	p.Nofollow = len(nofollow)

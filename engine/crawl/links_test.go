@@ -394,3 +394,14 @@ func BenchmarkExtract(b *testing.B) {
 		}
 	}
 }
+
+// A link carries its W3 key, so that a crawl stores what told the page's links
+// apart without computing it again.
+func TestCrawl_W3_LinkCarriesItsKey(t *testing.T) {
+	p := extract(t, `<a href="HTTP://Example.COM:80/a/./b/../c?q=%7e">x</a><a href="/d#top">y</a>`, nil)
+	require.Len(t, p.Links, 2, "%v", linkURLs(p))
+	assert.Equal(t, "http://example.com/a/c?q=~", p.Links[0].Key)
+	for _, l := range p.Links {
+		assert.Equal(t, Key(l.URL), l.Key, "link %s", l.URL)
+	}
+}
