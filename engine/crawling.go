@@ -254,22 +254,21 @@ func (e *Engine) readSitemap(cr *crawlRun, job Job, r io.Reader) found {
 		}
 	}
 	for _, u := range sm.URLs {
-		e.follow(cr, fetch.Redact(job.URL), u, "", 1, KindPage, &fd)
+		e.follow(cr, fetch.Redact(job.URL), u, crawl.Key(u), 1, KindPage, &fd)
 	}
 	for _, u := range sm.Sitemaps {
 		if job.Depth+1 > maxIndexDepth {
 			fd.note = fmt.Sprintf("sitemap: indexes nested more than %d deep are not read", maxIndexDepth)
 			break
 		}
-		e.follow(cr, fetch.Redact(job.URL), u, "", job.Depth+1, KindSitemap, &fd)
+		e.follow(cr, fetch.Redact(job.URL), u, crawl.Key(u), job.Depth+1, KindSitemap, &fd)
 	}
 	return fd
 }
 
 // follow adds u, found on the page foundOn, to fd as a job of crawl cr at depth
 // when the crawl's scope takes it (W1): skipped when a trap rule (W6) or the
-// host's robots.txt, if already known, refuses it. key is u's Key when the
-// caller has it already, "" otherwise.
+// host's robots.txt, if already known, refuses it. key is u's crawl.Key (W3).
 func (e *Engine) follow(cr *crawlRun, foundOn string, u *url.URL, key string, depth int, kind JobKind, fd *found) {
 	if ok, _ := cr.scope.Allows(u); !ok {
 		fd.outOfScope++
@@ -282,9 +281,6 @@ func (e *Engine) follow(cr *crawlRun, foundOn string, u *url.URL, key string, de
 	if err != nil {
 		fd.outOfScope++
 		return
-	}
-	if key == "" {
-		key = crawl.Key(u)
 	}
 	j := NewJob{URL: u.String(), Key: key, Host: host, CrawlID: cr.ID, Depth: depth,
 		FoundOn: foundOn, Kind: kind}
@@ -320,7 +316,7 @@ func (e *Engine) sitemapJobs(job Job, robotsURL string, rules *robots.Rules) []N
 			continue
 		}
 		u.Fragment, u.RawFragment = "", ""
-		e.follow(cr, robotsURL, u, "", 0, KindSitemap, &fd)
+		e.follow(cr, robotsURL, u, crawl.Key(u), 0, KindSitemap, &fd)
 	}
 	return fd.jobs
 }
